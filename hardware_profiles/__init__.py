@@ -1,0 +1,1 @@
+"""Built-in hardware profiles (YAML) shipped with rltwin."""

@@ -1,0 +1,1 @@
+"""Built-in scenarios (YAML) shipped with rltwin."""

@@ -1,0 +1,168 @@
+"""Hardware profiles: GPUs, hosts and links as data, each figure with where it came from.
+
+A profile is a small YAML file (``hardware_profiles/*.yaml``). Datasheet profiles carry
+the vendor's peak figures and efficiencies measured elsewhere (their ``source`` says
+where); ``twin calibrate`` writes the same format from microbenchmarks on the real device.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
+DTYPE_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+
+
+class Strict(BaseModel):
+    """Base for every input model: unknown fields are errors, values are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Provenance(Strict):
+    """Where a profile's figures came from."""
+
+    source: Literal["datasheet", "calibrated", "published", "assumed"]
+    reference: str = Field(description="Document, benchmark or command the figures come from.")
+    date: str | None = None
+    device: str | None = None
+    driver: str | None = None
+    torch: str | None = None
+    cuda: str | None = None
+    nccl: str | None = None
+    host: str | None = None
+
+
+class EfficiencyCurve(Strict):
+    """Achieved fraction of a peak rate as a function of operation size.
+
+    ``points`` are (size, efficiency) pairs with sizes increasing: FLOP per operation for
+    compute, bytes for memory and links. Between points the curve is linear in log(size);
+    outside them it is flat. One point means a constant efficiency.
+    """
+
+    points: list[tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0, le=1)]]] = Field(
+        min_length=1
+    )
+    source: str
+
+    @field_validator("points")
+    @classmethod
+    def _sizes_increase(cls, points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        sizes = [s for s, _ in points]
+        if any(b <= a for a, b in zip(sizes, sizes[1:])):
+            raise ValueError("sizes must be strictly increasing")
+        return points
+
+    def at(self, size: float) -> float:
+        """Efficiency for an operation of ``size`` (FLOP or bytes)."""
+        pts = self.points
+        if size <= pts[0][0]:
+            return pts[0][1]
+        if size >= pts[-1][0]:
+            return pts[-1][1]
+        i = bisect.bisect_right([s for s, _ in pts], size)
+        (s0, e0), (s1, e1) = pts[i - 1], pts[i]
+        w = (math.log(size) - math.log(s0)) / (math.log(s1) - math.log(s0))
+        return e0 + w * (e1 - e0)
+
+    @property
+    def best(self) -> float:
+        return max(e for _, e in self.points)
+
+
+class Compute(Strict):
+    peak_flops: dict[Dtype, Annotated[float, Field(gt=0)]] = Field(
+        description="Dense peak FLOP/s per dtype (no sparsity)."
+    )
+    gemm_efficiency: EfficiencyCurve = Field(description="Matmul efficiency by FLOP per GEMM.")
+    attention_efficiency: EfficiencyCurve | None = Field(
+        default=None,
+        description="Attention kernel efficiency by FLOP per call; defaults to the GEMM curve.",
+    )
+    source: str
+
+    def peak(self, dtype: str) -> float:
+        if dtype in self.peak_flops:
+            return self.peak_flops[dtype]
+        if dtype == "fp8" and "bf16" in self.peak_flops:
+            return self.peak_flops["bf16"]  # no fp8 units: runs at bf16 rate
+        return self.peak_flops.get("fp16") or self.peak_flops.get("bf16") or max(self.peak_flops.values())
+
+
+class Memory(Strict):
+    capacity_bytes: float = Field(gt=0, description="Device memory, bytes (GB = 1e9).")
+    bandwidth_bytes_per_s: float = Field(gt=0, description="Peak memory bandwidth, bytes/s.")
+    efficiency: EfficiencyCurve = Field(
+        description="Achieved fraction of peak bandwidth by bytes moved per operation."
+    )
+    source: str
+
+
+class Overhead(Strict):
+    per_iteration_s: float = Field(
+        ge=0,
+        description="Fixed cost of one engine iteration (scheduling, sampling, launch), seconds.",
+    )
+    per_kernel_s: float = Field(ge=0, description="Fixed cost of one kernel launch, seconds.")
+    source: str
+
+
+class DeviceProfile(Strict):
+    """An accelerator (or a CPU used as one, for calibration and the probe loop)."""
+
+    kind: Literal["gpu", "cpu"]
+    name: str
+    description: str = ""
+    provenance: Provenance
+    compute: Compute
+    memory: Memory
+    overhead: Overhead
+    host_link: str | None = Field(
+        default=None, description="Link profile for host<->device copies (offload)."
+    )
+
+
+class LinkProfile(Strict):
+    """A link class: per-GPU (or per-NIC) bandwidth in one direction, latency, efficiency."""
+
+    kind: Literal["link"]
+    name: str
+    description: str = ""
+    provenance: Provenance
+    bandwidth_bytes_per_s: float = Field(
+        gt=0, description="Unidirectional bandwidth per endpoint (per GPU or per NIC), bytes/s."
+    )
+    latency_s: float = Field(ge=0, description="Per-hop latency of one message, seconds.")
+    efficiency: EfficiencyCurve = Field(
+        description="Achieved fraction of bandwidth (as nccl-tests bus bandwidth) by message bytes."
+    )
+
+
+class HostProfile(Strict):
+    """The CPU side of a node: cores for sandboxes and tokenizers, memory for offload."""
+
+    kind: Literal["host"]
+    name: str
+    description: str = ""
+    provenance: Provenance
+    cpu_cores: int = Field(gt=0)
+    memory_bytes: float = Field(gt=0)
+
+
+Profile = Annotated[Union[DeviceProfile, LinkProfile, HostProfile], Field(discriminator="kind")]
+
+
+class ProfileFile(BaseModel):
+    """Wrapper that lets pydantic pick the profile class by its ``kind``."""
+
+    profile: Profile
+
+
+def parse_profile(data: object) -> DeviceProfile | LinkProfile | HostProfile:
+    """Validate a profile mapping (raises pydantic.ValidationError with paths under 'profile')."""
+    return ProfileFile.model_validate({"profile": data}).profile

@@ -1,0 +1,115 @@
+"""Reading YAML/JSON input and turning validation failures into one clear InputError."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from twin.errors import InputError, choices
+
+
+def read_mapping(path: Path) -> dict:
+    """Parse a YAML (or JSON) file that must hold a mapping."""
+    if not path.is_file():
+        raise InputError("file not found", file=path)
+    try:
+        text = path.read_text()
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"malformed {'JSON' if path.suffix == '.json' else 'YAML'}{where}: {problem}", file=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", file=path) from None
+    if not isinstance(data, dict):
+        raise InputError("the file must hold a mapping of fields", file=path, value=type(data).__name__)
+    return data
+
+
+def dotted(loc: tuple) -> str:
+    """('placement', 'rollout', 'gpus') -> 'placement.rollout.gpus'; list indices in brackets."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _fields_at(model: type[BaseModel], loc: tuple) -> list[str] | None:
+    """Field names allowed at ``loc`` (the parent of an unknown key), walking nested models."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(current, "model_fields", None)
+        if fields is None:
+            return None
+        if part in fields:
+            current = _model_in(fields[part].annotation)
+        else:  # a tagged-union member (pydantic puts the tag in the loc)
+            current = next((m for m in _models_in(current) if _tag(m) == part), None)
+        if current is None:
+            return None
+    return sorted(current.model_fields) if hasattr(current, "model_fields") else None
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    out: list = []
+    for arg in getattr(annotation, "__args__", ()) or ():  # Union, Optional, Annotated, list
+        out += _models_in(arg)
+    return out
+
+
+def _model_in(annotation: Any) -> Any:
+    models = _models_in(annotation)
+    if len(models) == 1:
+        return models[0]
+    return annotation if models else None
+
+
+def _tag(model: type[BaseModel]) -> str | None:
+    field = model.model_fields.get("kind")
+    args = getattr(field.annotation, "__args__", None) if field else None
+    return args[0] if args else None
+
+
+def input_error(err: ValidationError, file: Path | str | None, model: type[BaseModel]) -> InputError:
+    """The first validation error, phrased for a person; counts the rest."""
+    errors = err.errors(include_url=False)
+    first = errors[0]
+    loc = tuple(first["loc"])
+    more = f" ({len(errors) - 1} more problem{'s' if len(errors) > 2 else ''} after this one)" if len(errors) > 1 else ""
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        allowed = _fields_at(model, loc[:-1])
+        return InputError(
+            "unknown field" + more,
+            file=file,
+            field=dotted(loc),
+            allowed=choices(allowed, str(loc[-1])) if allowed else None,
+        )
+    if kind == "union_tag_invalid" or kind == "union_tag_not_found":
+        ctx = first.get("ctx", {})
+        return InputError(
+            ("unknown kind" if kind == "union_tag_invalid" else "missing 'kind'") + more,
+            file=file,
+            field=dotted(loc + (("kind",) if kind == "union_tag_invalid" else ())),
+            value=ctx.get("tag", first.get("input")) if kind == "union_tag_invalid" else {},
+            allowed=str(ctx.get("expected_tags", "")).replace("'", ""),
+        )
+    message = first["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    value = first.get("input")
+    if kind == "missing":
+        return InputError("required field is missing" + more, file=file, field=dotted(loc))
+    if isinstance(value, dict) and len(str(value)) > 80:
+        return InputError(message + more, file=file, field=dotted(loc))
+    return InputError(message + more, file=file, field=dotted(loc) or None, value=value)

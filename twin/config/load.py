@@ -1,0 +1,99 @@
+"""Load a scenario: a built-in name or a YAML path, plus ``--set dotted.path=value`` overrides."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from twin.config.io import input_error, read_mapping
+from twin.config.registry import builtin_scenarios, builtin_scenarios_dir, looks_like_path
+from twin.config.scenario import Scenario
+from twin.errors import InputError, choices
+
+DEFAULT_SCENARIO = "grpo-7b-colocated"
+
+
+def scenario_path(ref: str | Path) -> Path:
+    """The file behind a scenario reference: a built-in name or a path."""
+    ref = str(ref)
+    if looks_like_path(ref) or Path(ref).is_file():
+        path = Path(ref).expanduser()
+        if not path.is_file():
+            raise InputError("scenario file not found", file=path,
+                             allowed="an existing YAML file, or a built-in scenario: "
+                             + choices(builtin_scenarios()))
+        return path
+    if ref not in builtin_scenarios():
+        raise InputError("unknown built-in scenario", value=ref,
+                         allowed=choices(builtin_scenarios(), ref) + ", or a path to a YAML file")
+    return builtin_scenarios_dir() / f"{ref}.yaml"
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, object]:
+    """``['a.b=3', 'c=true']`` -> ``{'a.b': 3, 'c': True}``; values parse as YAML scalars."""
+    out: dict[str, object] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError("an override must look like dotted.path=value", field="--set", value=item,
+                             allowed="e.g. --set placement.rollout.gpus=64")
+        try:
+            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            out[key.strip()] = raw
+    return out
+
+
+def apply_overrides(data: dict, overrides: Mapping[str, object]) -> dict:
+    """A copy of ``data`` with each dotted path set; intermediate mappings are created.
+
+    Unknown paths are not rejected here: validation rejects them with the allowed fields.
+    """
+    data = copy.deepcopy(data)
+    for path, value in overrides.items():
+        node = data
+        parts = path.split(".")
+        for i, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if isinstance(child, str) and part == "model":  # --set model.dtype=fp8 on a preset name
+                child = {"preset": child}
+            if child is None:
+                child = {}
+            if not isinstance(child, dict):
+                raise InputError("cannot set a field inside a value that is not a mapping",
+                                 field=".".join(parts[: i + 1]), value=child,
+                                 allowed=f"override {'.'.join(parts[: i + 1])} itself")
+            node[part] = child
+            node = child
+        node[parts[-1]] = value
+    return data
+
+
+def load_scenario(
+    source: str | Path | Mapping | None = None,
+    overrides: Mapping[str, object] | Iterable[str] | None = None,
+) -> Scenario:
+    """Validate a scenario from a built-in name, a YAML path or a mapping, with overrides.
+
+    Raises :class:`InputError` naming the file, field, value and what is allowed.
+    """
+    if isinstance(source, Mapping):
+        path, data = None, dict(source)
+    else:
+        path = scenario_path(source if source is not None else DEFAULT_SCENARIO)
+        data = read_mapping(path)
+    if overrides:
+        if not isinstance(overrides, Mapping):
+            overrides = parse_overrides(overrides)
+        data = apply_overrides(data, overrides)
+    base_dir = path.parent if path else Path.cwd()
+    try:
+        return Scenario.model_validate(data, context={"base_dir": base_dir})
+    except ValidationError as exc:
+        raise input_error(exc, path, Scenario) from None
+    except InputError as exc:
+        raise exc.located(file=path) from None

@@ -1,0 +1,130 @@
+"""Built-in and user-supplied named inputs: hardware profiles, model presets, scenarios.
+
+A name (``h100-sxm``) refers to a file shipped with rltwin; anything that looks like a
+path refers to the user's own file, resolved against the directory of the file that
+mentions it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from twin.config.hardware import DeviceProfile, HostProfile, LinkProfile, ProfileFile, parse_profile
+from twin.config.io import input_error, read_mapping
+from twin.config.model import ModelArch, from_hf_config
+from twin.errors import InputError, choices
+
+PROFILE_KINDS = {"gpu": DeviceProfile, "cpu": DeviceProfile, "link": LinkProfile, "host": HostProfile}
+
+
+def _builtin_dir(package: str) -> Path:
+    return Path(str(resources.files(package)))
+
+
+def builtin_profiles_dir() -> Path:
+    return _builtin_dir("hardware_profiles")
+
+
+def builtin_scenarios_dir() -> Path:
+    return _builtin_dir("scenarios")
+
+
+def _names(directory: Path) -> list[str]:
+    return sorted(p.stem for p in directory.glob("*.yaml"))
+
+
+def builtin_scenarios() -> list[str]:
+    return _names(builtin_scenarios_dir())
+
+
+def builtin_profiles() -> dict[str, str]:
+    """Name -> kind of every shipped profile."""
+    out = {}
+    for name in _names(builtin_profiles_dir()):
+        out[name] = load_profile_file(builtin_profiles_dir() / f"{name}.yaml").kind
+    return out
+
+
+def looks_like_path(ref: str) -> bool:
+    return "/" in ref or "\\" in ref or ref.endswith((".yaml", ".yml", ".json"))
+
+
+def resolve_path(ref: str, base_dir: Path | None) -> Path:
+    path = Path(ref).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    return path
+
+
+@lru_cache(maxsize=None)
+def load_profile_file(path: Path) -> DeviceProfile | LinkProfile | HostProfile:
+    data = read_mapping(path)
+    try:
+        return parse_profile(data)
+    except ValidationError as exc:
+        err = input_error(exc, path, ProfileFile)
+        raise InputError(err.problem, file=path, field=(err.field or "").removeprefix("profile.") or None,
+                         value=err.value, allowed=err.allowed) from None
+
+
+def resolve_profile(ref: str, kinds: tuple[str, ...], field: str, base_dir: Path | None = None):
+    """A profile by built-in name or file path, checked to be of one of ``kinds``."""
+    if looks_like_path(ref):
+        path = resolve_path(ref, base_dir)
+        if not path.is_file():
+            raise InputError("profile file not found", field=field, value=ref,
+                             allowed="a built-in profile name or an existing YAML file")
+    else:
+        known = [n for n, k in builtin_profiles().items() if k in kinds]
+        if ref not in known:
+            raise InputError(f"unknown {'/'.join(kinds)} profile", field=field, value=ref,
+                             allowed=choices(known, ref))
+        path = builtin_profiles_dir() / f"{ref}.yaml"
+    profile = load_profile_file(path)
+    if profile.kind not in kinds:
+        raise InputError(f"profile {path.name} is a {profile.kind} profile", field=field, value=ref,
+                         allowed=f"a profile of kind {' or '.join(kinds)}")
+    return profile
+
+
+@lru_cache(maxsize=1)
+def model_presets() -> dict[str, dict]:
+    text = resources.files("twin.config").joinpath("presets/models.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def resolve_model(spec, field: str, base_dir: Path | None = None) -> dict:
+    """Fields of a ModelArch from a preset name, a config.json path, or an inline mapping.
+
+    A mapping may name a ``preset`` or ``hf_config`` and override single fields (``dtype``).
+    """
+    if isinstance(spec, ModelArch):
+        return spec.model_dump()
+    if isinstance(spec, str):
+        spec = {"hf_config": spec} if looks_like_path(spec) else {"preset": spec}
+    if not isinstance(spec, dict):
+        raise InputError("a model must be a preset name, a config.json path or a mapping",
+                         field=field, value=spec, allowed=choices(model_presets()))
+    spec = dict(spec)
+    if "preset" in spec:
+        name = str(spec.pop("preset"))
+        presets = model_presets()
+        if name.lower() not in presets:
+            raise InputError("unknown model preset", field=field, value=name,
+                             allowed=choices(presets, name.lower()))
+        return {"name": name.lower(), **presets[name.lower()], **spec}
+    if "hf_config" in spec:
+        ref = str(spec.pop("hf_config"))
+        path = resolve_path(ref, base_dir)
+        if not path.is_file():
+            raise InputError("HuggingFace config.json not found", field=field, value=ref,
+                             allowed="a path to an existing config.json, or a preset name: "
+                             + choices(model_presets()))
+        cfg = read_mapping(path)
+        return {**from_hf_config(cfg, name=path.parent.name or path.stem, source=str(path)), **spec}
+    return spec

@@ -1,0 +1,160 @@
+"""Device memory per role: what each GPU holds, and whether it fits.
+
+Training state follows the ZeRO accounting of Rajbhandari et al. (2020): with mixed
+precision and Adam, Ψ parameters cost 2Ψ (16-bit weights) + 2Ψ (16-bit grads) + 12Ψ
+(fp32 master weights, momentum, variance) bytes; ZeRO stage 1 shards the 12Ψ, stage 2
+also the grads, stage 3 (FSDP full-shard) also the weights, over the data-parallel group.
+Activations follow Korthikanti et al. (2022): about 34·h bytes per token per layer in 16-bit
+with flash attention and sequence parallelism (divided by tp); with full recomputation only
+each layer's 2·h-byte input is kept, plus one layer recomputed at a time. Logits cost
+4 bytes per vocabulary entry per token twice (fp32 logits and their gradient).
+The inference engine follows vLLM: it may take ``gpu_memory_utilization`` of the device for
+weights, activations and KV cache; what is left after weights and activations is KV cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from twin.config.model import ModelArch
+from twin.config.scenario import Scenario
+
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class RoleMemory:
+    """Bytes per GPU of one role, by item, against the device's capacity."""
+
+    role: str
+    capacity_bytes: float
+    items: dict[str, float] = field(default_factory=dict)
+    problem: str | None = None
+    field_path: str | None = None
+
+    @property
+    def used_bytes(self) -> float:
+        return sum(self.items.values())
+
+    @property
+    def headroom_bytes(self) -> float:
+        return self.capacity_bytes - self.used_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.problem is None and self.headroom_bytes >= 0
+
+
+def trainer_state_bytes(arch: ModelArch, scenario: Scenario) -> dict[str, float]:
+    """Weights, grads and optimizer state per trainer GPU (resident between steps)."""
+    t = scenario.placement.trainer
+    psi = arch.total_params / (t.tp * t.pp)
+    dp = scenario.trainer_dp
+    shard = lambda stage: dp if t.zero_stage >= stage else 1  # noqa: E731
+    items = {
+        "weights (16-bit)": 2 * psi / shard(3),
+        "gradients (16-bit)": 2 * psi / shard(2),
+        "optimizer (fp32 master, m, v)": 12 * psi / shard(1),
+    }
+    if t.offload_params:
+        items["weights (16-bit)"] = 0.0
+    if t.offload_optimizer:
+        items["optimizer (fp32 master, m, v)"] = 0.0
+    return items
+
+
+def trainer_activation_bytes(arch: ModelArch, scenario: Scenario) -> dict[str, float]:
+    t = scenario.placement.trainer
+    tokens = t.micro_batch_tokens
+    layers = arch.num_layers / t.pp
+    h = arch.hidden_size
+    per_layer_full = 34 * h * tokens / t.tp
+    if t.recompute:
+        acts = layers * 2 * h * tokens + per_layer_full
+    else:
+        acts = layers * per_layer_full
+    return {
+        "activations (micro-batch)": acts,
+        "logits and their grad (fp32)": 2 * 4 * arch.vocab_size * tokens / t.tp,
+    }
+
+
+def engine_workspace_bytes(arch: ModelArch, scenario: Scenario) -> float:
+    """Peak activation workspace of one engine GPU during its biggest iteration.
+
+    One layer's widest intermediate (the fused gate+up of the FFN) for the iteration's
+    token budget, plus fp32 logits for every running sequence.
+    """
+    r = scenario.placement.rollout
+    ffn = arch.moe.expert_intermediate_size * arch.moe.experts_per_token if arch.moe else arch.intermediate_size
+    layer = r.max_num_batched_tokens * (2 * ffn + 4 * arch.hidden_size) * arch.bytes_per_param / r.tp
+    logits = r.max_num_seqs * arch.vocab_size * 4 / r.tp
+    return layer + logits
+
+
+def kv_shards(arch: ModelArch, tp: int) -> int:
+    """GPUs a token's KV is split over: heads split across TP; MLA's latent is replicated."""
+    return 1 if arch.mla else min(tp, arch.num_kv_heads)
+
+
+def rollout_memory(scenario: Scenario) -> RoleMemory:
+    arch, cap = scenario.model, scenario.cluster.gpu.memory.capacity_bytes
+    r = scenario.placement.rollout
+    items: dict[str, float] = {}
+    if scenario.placement.mode == "colocated":
+        # The trainer's state stays resident while the engine runs (no offload), as in verl.
+        items.update({f"trainer {k}": v for k, v in trainer_state_bytes(arch, scenario).items()})
+    items["weights"] = arch.weight_bytes / r.tp
+    items["activation workspace"] = engine_workspace_bytes(arch, scenario)
+    budget = cap * r.gpu_memory_utilization
+    kv = budget - sum(items.values())
+    max_len = max_sequence_tokens(scenario)
+    need = max_len * arch.kv_bytes_per_token / kv_shards(arch, r.tp)
+    problem = None
+    if kv < need:
+        problem = (f"rollout engine KV cache of {kv / GiB:.1f} GiB per GPU cannot hold one "
+                   f"{max_len}-token sequence ({need / GiB:.2f} GiB)")
+    items["KV cache"] = max(kv, 0.0)
+    return RoleMemory("rollout", budget, items, problem,
+                      "placement.rollout" if problem else None)
+
+
+def trainer_memory(scenario: Scenario) -> RoleMemory:
+    arch, cap = scenario.model, scenario.cluster.gpu.memory.capacity_bytes
+    items = {**trainer_state_bytes(arch, scenario), **trainer_activation_bytes(arch, scenario)}
+    used = sum(items.values())
+    problem = None
+    if used > cap:
+        problem = (f"trainer needs {used / GiB:.1f} GiB per GPU of {cap / GiB:.1f} GiB")
+    return RoleMemory("trainer", cap, items, problem, "placement.trainer" if problem else None)
+
+
+def memory_report(scenario: Scenario) -> list[RoleMemory]:
+    return [rollout_memory(scenario), trainer_memory(scenario)]
+
+
+def max_sequence_tokens(scenario: Scenario) -> int:
+    """Longest context a trajectory can reach: prompt + responses (+ tool replies)."""
+    w = scenario.workload
+    prompt = _upper(w.prompt_tokens)
+    per_turn = w.max_response_tokens
+    mt = w.multi_turn
+    if mt is None:
+        return int(prompt + per_turn)
+    calls = _upper(mt.tool_calls)
+    return int(prompt + (calls + 1) * per_turn + calls * _upper(mt.tool_reply_tokens))
+
+
+def _upper(dist) -> float:
+    """An upper bound of a distribution (its max, or a high quantile when unbounded)."""
+    if dist.max is not None:
+        return dist.max
+    if dist.kind == "fixed":
+        return dist.value
+    if dist.kind == "uniform":
+        return dist.high
+    if dist.kind == "empirical":
+        return float(max(dist.table()[0]))
+    return float(np.quantile(dist.sample(np.random.default_rng(0), 100_000), 0.999))
