@@ -42,22 +42,37 @@ def dotted(loc: tuple) -> str:
     return out
 
 
-def _fields_at(model: type[BaseModel], loc: tuple) -> list[str] | None:
-    """Field names allowed at ``loc`` (the parent of an unknown key), walking nested models."""
+def _walk(model: type[BaseModel], loc: tuple) -> tuple[tuple, Any]:
+    """Follow ``loc`` through nested models: (loc without union tags, model reached or None).
+
+    Pydantic puts a tagged union's tag into error locations ('reward.sandbox.workers');
+    people write 'reward.workers', so tags are dropped.
+    """
     current: Any = model
+    clean: list = []
     for part in loc:
-        if isinstance(part, int):
+        if isinstance(part, int) or current is None:
+            clean.append(part)
             continue
-        fields = getattr(current, "model_fields", None)
-        if fields is None:
-            return None
+        fields = getattr(current, "model_fields", None) or {}
         if part in fields:
+            clean.append(part)
             current = _model_in(fields[part].annotation)
-        else:  # a tagged-union member (pydantic puts the tag in the loc)
-            current = next((m for m in _models_in(current) if _tag(m) == part), None)
-        if current is None:
-            return None
-    return sorted(current.model_fields) if hasattr(current, "model_fields") else None
+            continue
+        member = next((m for m in _models_in(current) if _tag(m) == part), None)
+        if member is not None:
+            current = member  # a union tag: not part of the path people write
+        else:
+            clean.append(part)
+            current = None
+    return tuple(clean), current
+
+
+def _fields_at(model: type[BaseModel], loc: tuple) -> list[str] | None:
+    """Field names allowed at ``loc`` (the parent of an unknown key)."""
+    _, current = _walk(model, loc)
+    fields = getattr(current, "model_fields", None)
+    return sorted(fields) if fields else None
 
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
@@ -87,6 +102,7 @@ def input_error(err: ValidationError, file: Path | str | None, model: type[BaseM
     errors = err.errors(include_url=False)
     first = errors[0]
     loc = tuple(first["loc"])
+    shown = dotted(_walk(model, loc)[0])
     more = f" ({len(errors) - 1} more problem{'s' if len(errors) > 2 else ''} after this one)" if len(errors) > 1 else ""
     kind = first["type"]
     if kind == "extra_forbidden":
@@ -94,22 +110,24 @@ def input_error(err: ValidationError, file: Path | str | None, model: type[BaseM
         return InputError(
             "unknown field" + more,
             file=file,
-            field=dotted(loc),
+            field=shown,
             allowed=choices(allowed, str(loc[-1])) if allowed else None,
         )
-    if kind == "union_tag_invalid" or kind == "union_tag_not_found":
-        ctx = first.get("ctx", {})
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        _, union = _walk(model, loc)
+        tags = sorted(filter(None, (_tag(m) for m in _models_in(union))))
+        invalid = kind == "union_tag_invalid"
         return InputError(
-            ("unknown kind" if kind == "union_tag_invalid" else "missing 'kind'") + more,
+            ("unknown kind" if invalid else "missing 'kind'") + more,
             file=file,
-            field=dotted(loc + (("kind",) if kind == "union_tag_invalid" else ())),
-            value=ctx.get("tag", first.get("input")) if kind == "union_tag_invalid" else {},
-            allowed=str(ctx.get("expected_tags", "")).replace("'", ""),
+            field=shown + (".kind" if invalid else ""),
+            value=first.get("ctx", {}).get("tag") if invalid else first.get("input"),
+            allowed=", ".join(tags) or None,
         )
     message = first["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
     value = first.get("input")
     if kind == "missing":
-        return InputError("required field is missing" + more, file=file, field=dotted(loc))
+        return InputError("required field is missing" + more, file=file, field=shown)
     if isinstance(value, dict) and len(str(value)) > 80:
-        return InputError(message + more, file=file, field=dotted(loc))
-    return InputError(message + more, file=file, field=dotted(loc) or None, value=value)
+        return InputError(message + more, file=file, field=shown)
+    return InputError(message + more, file=file, field=shown or None, value=value)

@@ -113,8 +113,11 @@ def rollout_memory(scenario: Scenario) -> RoleMemory:
     max_len = max_sequence_tokens(scenario)
     need = max_len * arch.kv_bytes_per_token / kv_shards(arch, r.tp)
     problem = None
-    if kv < need:
-        problem = (f"rollout engine KV cache of {kv / GiB:.1f} GiB per GPU cannot hold one "
+    if kv <= 0:
+        problem = (f"weights and workspace take {sum(items.values()) / GiB:.1f} GiB per rollout GPU "
+                   f"of its {budget / GiB:.1f} GiB budget, leaving nothing for the KV cache")
+    elif kv < need:
+        problem = (f"rollout KV cache of {kv / GiB:.1f} GiB per GPU cannot hold one "
                    f"{max_len}-token sequence ({need / GiB:.2f} GiB)")
     items["KV cache"] = max(kv, 0.0)
     return RoleMemory("rollout", budget, items, problem,

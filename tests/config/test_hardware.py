@@ -1,0 +1,64 @@
+import pytest
+
+from twin.config.hardware import EfficiencyCurve, parse_profile
+from twin.config.registry import builtin_profiles, builtin_profiles_dir, load_profile_file, resolve_profile
+from twin.errors import InputError
+
+
+def test_every_shipped_profile_loads_with_provenance():
+    profiles = builtin_profiles()
+    assert {"h100-sxm", "h200", "h20", "a100-80gb", "b200"} <= set(profiles)
+    assert {"nvlink4", "nvlink5", "pcie5", "ib-ndr400"} <= set(profiles)
+    for name in profiles:
+        prof = load_profile_file(builtin_profiles_dir() / f"{name}.yaml")
+        assert prof.name == name
+        assert prof.provenance.reference
+
+
+def test_gpu_host_links_exist():
+    for name, kind in builtin_profiles().items():
+        if kind == "gpu":
+            prof = resolve_profile(name, ("gpu",), "cluster.gpu")
+            assert prof.host_link in builtin_profiles()
+
+
+def test_datasheet_figures_of_published_md():
+    h200 = resolve_profile("h200", ("gpu",), "cluster.gpu")
+    assert h200.compute.peak("bf16") == pytest.approx(989e12, rel=0.001)
+    assert h200.memory.capacity_bytes == pytest.approx(141e9)
+    assert h200.memory.bandwidth_bytes_per_s == pytest.approx(4.8e12)
+    h20 = resolve_profile("h20", ("gpu",), "cluster.gpu")
+    assert h20.compute.peak("bf16") == pytest.approx(148e12, rel=0.001)
+
+
+def test_efficiency_curve_interpolates_in_log_size_and_clamps():
+    curve = EfficiencyCurve(points=[(1e6, 0.1), (1e8, 0.5)], source="test")
+    assert curve.at(1e3) == 0.1
+    assert curve.at(1e9) == 0.5
+    assert curve.at(1e7) == pytest.approx(0.3)
+
+
+def test_curve_sizes_must_increase():
+    with pytest.raises(ValueError):
+        EfficiencyCurve(points=[(1e8, 0.5), (1e6, 0.1)], source="test")
+
+
+def test_wrong_kind_and_unknown_name_are_input_errors(tmp_path):
+    with pytest.raises(InputError) as err:
+        resolve_profile("nvlink4", ("gpu",), "cluster.gpu")
+    assert "did you mean" not in err.value.message and "gpu" in err.value.message
+    with pytest.raises(InputError) as err:
+        resolve_profile("h100", ("gpu",), "cluster.gpu")
+    assert "h100-sxm" in err.value.message
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: link\nname: x\nprovenance: {source: datasheet, reference: r}\n"
+                   "bandwidth_bytes_per_s: -1\nlatency_s: 0\nefficiency: {points: [[1, 0.5]], source: s}\n")
+    with pytest.raises(InputError) as err:
+        resolve_profile(str(bad), ("link",), "cluster.intra_node_link")
+    assert err.value.file == str(bad) and err.value.field == "bandwidth_bytes_per_s"
+
+
+def test_parse_profile_picks_the_class_by_kind():
+    prof = parse_profile({"kind": "host", "name": "h", "provenance": {"source": "assumed", "reference": "r"},
+                          "cpu_cores": 4, "memory_bytes": 1e9})
+    assert prof.cpu_cores == 4

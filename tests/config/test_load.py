@@ -1,0 +1,128 @@
+import subprocess
+import sys
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from twin.config.load import apply_overrides, load_scenario, parse_overrides
+from twin.config.registry import builtin_scenarios
+from twin.errors import InputError
+
+
+def test_every_builtin_scenario_loads():
+    assert len(builtin_scenarios()) >= 6
+    for name in builtin_scenarios():
+        s = load_scenario(name)
+        assert s.name == name
+
+
+def test_defaults_fill_placement_by_mode(base):
+    colocated = load_scenario(base)
+    assert colocated.placement.rollout.gpus == colocated.placement.trainer.gpus == 8
+    split = load_scenario(base, ["placement.mode=disaggregated", "placement.trainer.gpus=2"])
+    assert (split.placement.rollout.gpus, split.placement.trainer.gpus) == (6, 2)
+
+
+def test_algorithm_defaults():
+    assert load_scenario({"model": "qwen3-4b", "algorithm": {"name": "ppo"}}).algorithm.critic is True
+    dapo = load_scenario({"model": "qwen3-4b", "algorithm": {"name": "dapo"}}).algorithm
+    assert dapo.reference is False and dapo.dynamic_sampling.enabled
+
+
+def test_overrides_parse_yaml_values_and_apply_anywhere(base):
+    assert parse_overrides(["a.b=64", "c=true", "d=0.5", "e={kind: fixed, value: 3}"]) == {
+        "a.b": 64, "c": True, "d": 0.5, "e": {"kind": "fixed", "value": 3}}
+    s = load_scenario(base, ["cluster.gpu=h200", "workload.prompt_tokens={kind: fixed, value: 77}",
+                             "model.dtype=fp8"])
+    assert s.cluster.gpu.name == "h200" and s.workload.prompt_tokens.value == 77
+    assert s.model.dtype == "fp8"
+    assert apply_overrides({"a": {"b": 1}}, {"a.c": 2}) == {"a": {"b": 1, "c": 2}}
+
+
+def _error(data, overrides=()) -> InputError:
+    with pytest.raises(InputError) as err:
+        load_scenario(data, list(overrides))
+    return err.value
+
+
+def test_unknown_field_names_the_path_and_suggests(base):
+    err = _error(base, ["placement.rollout.gpu=4"])
+    assert err.field == "placement.rollout.gpu"
+    assert "did you mean 'gpus'" in err.message
+
+
+def test_wrong_type_and_negative_count(base):
+    err = _error(base, ["algorithm.prompts_per_step=many"])
+    assert err.field == "algorithm.prompts_per_step" and "'many'" in err.message
+    err = _error(base, ["cluster.nodes=-1"])
+    assert err.field == "cluster.nodes" and "-1" in err.message
+
+
+def test_unknown_distribution_kind_lists_the_kinds(base):
+    err = _error(base, ["workload.prompt_tokens={kind: gamma, value: 3}"])
+    assert "lognormal" in err.message and "gamma" in err.message
+
+
+def test_pools_must_fit_the_cluster(base):
+    err = _error(base, ["placement.mode=disaggregated", "placement.rollout.gpus=6",
+                        "placement.trainer.gpus=6"])
+    assert err.field == "placement.rollout.gpus"
+    err = _error(base, ["placement.rollout.tp=3"])
+    assert "multiple" in err.message
+
+
+def test_file_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: [unclosed\n")
+    err = _error(str(bad))
+    assert err.file == str(bad) and "malformed YAML" in err.message and "line" in err.message
+    err = _error(str(tmp_path / "missing.yaml"))
+    assert "not found" in err.message
+    err = _error("grpo-7b-colocatd")
+    assert "did you mean 'grpo-7b-colocated'" in err.message
+    lst = tmp_path / "list.yaml"
+    lst.write_text("- 1\n- 2\n")
+    assert "mapping" in _error(str(lst)).message
+
+
+def test_histogram_file_relative_to_scenario(tmp_path, base):
+    (tmp_path / "lengths.csv").write_text("# value,weight\n100,1\n200,3\n")
+    data = dict(base, workload={"response_tokens": {"kind": "empirical", "path": "lengths.csv"}})
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    s = load_scenario(str(tmp_path / "s.yaml"))
+    assert s.workload.max_response_tokens == 200
+    data["workload"]["response_tokens"]["path"] = "nope.csv"
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data))
+    err = _error(str(tmp_path / "s.yaml"))
+    assert err.field == "workload.response_tokens.path" and "not found" in err.message
+
+
+JUNK = st.one_of(st.integers(-10**6, 10**6), st.floats(allow_nan=True), st.text(max_size=8),
+                 st.booleans(), st.none(), st.lists(st.integers(), max_size=3),
+                 st.dictionaries(st.text(max_size=5), st.integers(), max_size=2))
+PATHS = st.sampled_from([
+    "model", "model.num_layers", "cluster.nodes", "cluster.gpu", "cluster.gpus_per_node",
+    "placement.mode", "placement.rollout.tp", "placement.rollout.gpus", "placement.trainer.zero_stage",
+    "placement.rollout.gpu_memory_utilization", "algorithm.name", "algorithm.prompts_per_step",
+    "algorithm.staleness", "workload.response_tokens", "workload.response_tokens.max",
+    "workload.prompt_tokens.kind", "reward", "reward.kind", "reward.workers", "run.seed", "nonsense",
+    "weight_sync.method", "evaluation.every_steps", "workload.multi_turn",
+])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.tuples(PATHS, JUNK), min_size=1, max_size=3))
+def test_generated_bad_input_is_an_input_error_or_valid(base, edits):
+    """Whatever is thrown at the loader, it either loads or raises one InputError."""
+    try:
+        load_scenario(base, dict(edits))
+    except InputError as err:
+        assert err.message and "\n" not in err.message
+
+
+def test_import_twin_does_not_import_torch():
+    code = "import sys, twin, twin.cli, twin.check; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,18 @@
+import os
+
+import pytest
+
+# Tests never depend on a user's environment for profile lookups or seeds.
+os.environ.pop("RLTWIN_PROFILE_PATH", None)
+
+
+@pytest.fixture
+def base() -> dict:
+    """A small valid scenario as raw data, for tests that change one thing."""
+    return {
+        "name": "t",
+        "model": "qwen2.5-7b",
+        "cluster": {"nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm"},
+        "algorithm": {"prompts_per_step": 16, "responses_per_prompt": 4},
+        "workload": {"response_tokens": {"kind": "lognormal", "median": 500, "sigma": 0.5, "max": 2048}},
+    }

@@ -1,0 +1,35 @@
+import pytest
+
+from twin.config.load import load_scenario
+from twin.cost.engine import engine_costs
+from twin.cost.roofline import memory_rate
+
+
+def test_decode_at_batch_one_is_weight_bytes_over_hbm_bandwidth():
+    """A 7B model at batch 1 on an H100 is memory-bound: ~15.2 GB / (3.35 TB/s × eff)."""
+    s = load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpu": "h100-sxm"}})
+    costs = engine_costs(s)
+    gpu = s.cluster.gpu
+    # Every weight is read once, except the input embedding table (one row per token).
+    read = s.model.weight_bytes - (s.model.vocab_size - 1) * s.model.hidden_size * 2
+    weights_s = read / memory_rate(gpu, s.model.weight_bytes)
+    t = costs.decode_time(1, 1)
+    assert t == pytest.approx(weights_s + gpu.overhead.per_iteration_s, rel=0.02)
+    assert 4.0e-3 < t < 7.0e-3  # 15.2 GB / 3.35 TB/s = 4.5 ms at full bandwidth
+
+
+def test_iteration_time_grows_with_batch_and_context():
+    costs = engine_costs(load_scenario({"model": "qwen2.5-7b"}))
+    assert costs.decode_time(64, 64_000) > costs.decode_time(1, 1_000)
+    assert costs.decode_time(64, 640_000) > costs.decode_time(64, 64_000)
+    # Large prefills are compute-bound: doubling tokens roughly doubles time.
+    assert costs.prefill_time(8000) / costs.prefill_time(4000) == pytest.approx(2, rel=0.25)
+
+
+def test_tensor_parallel_splits_weights_and_adds_all_reduces():
+    s1 = load_scenario({"model": "qwen2.5-7b"})
+    s4 = load_scenario({"model": "qwen2.5-7b"}, ["placement.rollout.tp=4"])
+    c1, c4 = engine_costs(s1), engine_costs(s4)
+    assert c4.weights_s[1] == pytest.approx(c1.weights_s[1] / 4, rel=0.01)
+    assert c4.comm_s[1] > 0 and c1.comm_s[1] == 0
+    assert c4.kv_capacity_tokens > c1.kv_capacity_tokens

@@ -1,0 +1,43 @@
+import pytest
+
+from twin.config.load import load_scenario
+from twin.cost.memory import max_sequence_tokens, rollout_memory, trainer_memory, trainer_state_bytes
+
+
+def test_llama70b_zero3_on_64_gpus_holds_16_bytes_per_param_sharded():
+    s = load_scenario({"model": "llama-3.1-70b", "cluster": {"nodes": 8},
+                       "placement": {"mode": "disaggregated", "rollout": {"gpus": 32, "tp": 8},
+                                     "trainer": {"gpus": 64 - 32}}})
+    s64 = load_scenario({"model": "llama-3.1-70b", "cluster": {"nodes": 8}})
+    state = trainer_state_bytes(s64.model, s64)
+    # ZeRO-3: (2 + 2 + 12) bytes × 70.55 B params / 64 GPUs = 17.6 GB per GPU.
+    assert sum(state.values()) == pytest.approx(16 * s64.model.total_params / 64)
+    assert sum(state.values()) / 1e9 == pytest.approx(17.6, rel=0.01)
+    assert trainer_memory(s64).fits
+    assert sum(trainer_state_bytes(s.model, s).values()) == pytest.approx(16 * s.model.total_params / 32)
+
+
+def test_zero_stages_shard_progressively():
+    base = {"model": "llama-3.1-8b"}
+    totals = [sum(trainer_state_bytes(m.model, m).values()) for m in
+              (load_scenario(base, [f"placement.trainer.zero_stage={z}"]) for z in range(4))]
+    assert totals[0] > totals[1] > totals[2] > totals[3]
+    assert totals[0] == pytest.approx(16 * 8.03e9, rel=0.01)
+
+
+def test_big_model_on_one_gpu_does_not_fit():
+    s = load_scenario({"model": "llama-3.1-70b", "cluster": {"nodes": 1, "gpus_per_node": 1}})
+    assert not rollout_memory(s).fits and not trainer_memory(s).fits
+
+
+def test_kv_cache_is_what_the_engine_budget_leaves():
+    s = load_scenario({"model": "qwen2.5-7b", "placement": {"mode": "disaggregated"}})
+    m = rollout_memory(s)
+    assert m.used_bytes == pytest.approx(s.cluster.gpu.memory.capacity_bytes * 0.9)
+    assert m.items["KV cache"] > 40e9
+
+
+def test_max_sequence_counts_turns_and_tool_replies():
+    s = load_scenario("agentic-search-4b")
+    # prompt 400 + 7 turns × 2048 + 6 replies × 1550
+    assert max_sequence_tokens(s) == 400 + 7 * 2048 + 6 * 1550

@@ -1,0 +1,106 @@
+"""``twin check``: the resolved scenario, memory per role, and tier-1 phase estimates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from twin.config.scenario import Scenario
+from twin.cost.engine import engine_costs
+from twin.cost.memory import GiB, memory_report
+from twin.cost.phases import generation_bound, phase_estimates, sample_step, step_estimate
+from twin.errors import InputError
+
+
+def resolved_dict(scenario: Scenario) -> dict[str, Any]:
+    """The scenario as plain data; hardware profiles appear by name with their source."""
+    data = scenario.model_dump(mode="json")
+    cluster = data["cluster"]
+    for key in ("gpu", "host", "intra_node_link", "inter_node_link"):
+        prof = getattr(scenario.cluster, key)
+        cluster[key] = f"{prof.name} ({prof.provenance.source})"
+    return data
+
+
+def check_report(scenario: Scenario) -> dict[str, Any]:
+    """Everything ``twin check`` shows, as data (also its --json output)."""
+    memory = memory_report(scenario)
+    report: dict[str, Any] = {
+        "scenario": resolved_dict(scenario),
+        "memory": {
+            m.role: {
+                "items_gib": {k: round(v / GiB, 3) for k, v in m.items.items()},
+                "used_gib": round(m.used_bytes / GiB, 3),
+                "capacity_gib": round(m.capacity_bytes / GiB, 3),
+                "fits": m.fits,
+                "problem": m.problem,
+            }
+            for m in memory
+        },
+    }
+    if all(m.fits for m in memory):
+        phases = phase_estimates(scenario)
+        gen = generation_bound(engine_costs(scenario), scenario.rollout_engines, sample_step(scenario))
+        report["estimate"] = {
+            "phases_s": {k: round(v, 4) for k, v in phases.items()},
+            "generation_floors_s": {k: round(v, 4) for k, v in gen.items()},
+            "step_s": round(step_estimate(scenario, phases), 4),
+        }
+    return report
+
+
+def memory_problem(scenario: Scenario, file: str | None = None) -> InputError | None:
+    """The first role that does not fit, as an input error naming the field to change."""
+    for m in memory_report(scenario):
+        if not m.fits:
+            hint = {
+                "rollout": "raise placement.rollout.tp or gpu_memory_utilization, or shorten responses",
+                "trainer": "raise trainer GPUs, zero_stage or tp/pp; enable recompute or offload; "
+                "lower micro_batch_tokens",
+            }[m.role]
+            return InputError(f"model does not fit in memory: {m.problem}", file=file,
+                              field=m.field_path, allowed=hint)
+    return None
+
+
+def render_check(scenario: Scenario, report: dict[str, Any]) -> str:
+    s, lines = scenario, []
+    arch, c, p, a = s.model, s.cluster, s.placement, s.algorithm
+    lines.append(f"Scenario {s.name}" + (f" — {s.description.strip()}" if s.description else ""))
+    lines.append("")
+    lines.append(yaml.safe_dump(report["scenario"], sort_keys=False, width=100).rstrip())
+    lines.append("")
+    lines.append(
+        f"Model {arch.name}: {arch.total_params / 1e9:.2f} B parameters "
+        f"({arch.active_params / 1e9:.2f} B active), {arch.dtype}, "
+        f"KV cache {arch.kv_bytes_per_token / 1024:.0f} KiB/token"
+    )
+    lines.append(
+        f"Cluster {c.nodes} × {c.gpus_per_node} {c.gpu.name} = {c.total_gpus} GPUs; "
+        f"{p.mode}: rollout {p.rollout.gpus} GPUs as {s.rollout_engines} engines of tp {p.rollout.tp}, "
+        f"trainer {p.trainer.gpus} GPUs (dp {s.trainer_dp}, tp {p.trainer.tp}, pp {p.trainer.pp}, "
+        f"ZeRO-{p.trainer.zero_stage})"
+    )
+    lines.append(f"Step: {a.prompts_per_step} prompts × {a.responses_per_prompt} responses = "
+                 f"{a.trajectories_per_step} trajectories")
+    lines.append("")
+    lines.append("Memory per GPU (GiB)")
+    for role, m in report["memory"].items():
+        verdict = "fits" if m["fits"] else "DOES NOT FIT"
+        lines.append(f"  {role:8s} {m['used_gib']:8.1f} of {m['capacity_gib']:6.1f}  {verdict}")
+        for item, gib in m["items_gib"].items():
+            lines.append(f"      {item:40s} {gib:8.2f}")
+        if m["problem"]:
+            lines.append(f"      ! {m['problem']}")
+    est = report.get("estimate")
+    if est:
+        lines.append("")
+        lines.append("Tier-1 estimate: analytic lower bounds per phase (the simulation adds queueing and tails)")
+        for phase, sec in est["phases_s"].items():
+            lines.append(f"  {phase:16s} {sec:10.2f} s")
+        floors = est["generation_floors_s"]
+        lines.append(f"  {'':16s} generation floors: longest trajectory alone {floors['tail']:.2f} s, "
+                     f"all tokens at full batch {floors['bulk']:.2f} s")
+        lines.append(f"  {'step':16s} {est['step_s']:10.2f} s ({p.mode})")
+    return "\n".join(lines)

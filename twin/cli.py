@@ -1,0 +1,121 @@
+"""The ``twin`` command.
+
+Every failure caused by input prints one line, ``twin: error: <file>: <field>: <problem>
+(got <value>); allowed: <what>``, and exits with code 2. Nothing is written before the
+input has been validated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from twin.config.load import DEFAULT_SCENARIO
+from twin.errors import InputError
+
+EPILOG = """\
+examples:
+  twin list                                  built-in scenarios, models and hardware profiles
+  twin check                                 the default built-in scenario: memory and estimates
+  twin check scenarios/my-run.yaml --set placement.rollout.gpus=64 --set cluster.gpu=h200
+  twin check grpo-7b-colocated --json -      the same as JSON on stdout
+
+--set takes any field of the scenario as a dotted path; values are read as YAML
+(64, true, 0.9, "{kind: fixed, value: 512}").
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="twin",
+        description="rltwin: a digital twin of LLM RL training clusters. Which link of the RL "
+        "loop binds when you scale, and what would the next GPU, link or unit of staleness buy?",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EPILOG,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def scenario_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("scenario", nargs="?", default=None,
+                       help="a built-in scenario name (see `twin list`) or a YAML file; "
+                       "default: the built-in grpo-7b-colocated")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                       help="override one field, e.g. --set algorithm.prompts_per_step=1024 (repeatable)")
+        p.add_argument("--json", dest="json_path", metavar="PATH|-",
+                       help="also write the report as JSON to PATH ('-' for stdout only)")
+
+    check = sub.add_parser("check", help="validate a scenario; memory per role; tier-1 phase estimates",
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           description="Validate a scenario, print it fully resolved, the memory each "
+                           "GPU role needs (and whether it fits), and an analytic lower bound of each "
+                           "phase of one step. Exit code 2 when the input is invalid or does not fit.")
+    scenario_args(check)
+    sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            return _check(args)
+        if args.command == "list":
+            return _list()
+        parser.print_help()
+        return 0
+    except InputError as exc:
+        print(f"twin: error: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("twin: interrupted", file=sys.stderr)
+        return 130
+
+
+def _check(args) -> int:
+    from twin.check import check_report, memory_problem, render_check
+    from twin.config.load import load_scenario, scenario_path
+
+    scenario = load_scenario(args.scenario, args.overrides)
+    report = check_report(scenario)
+    problem = memory_problem(scenario, str(scenario_path(args.scenario or DEFAULT_SCENARIO)))
+    if args.json_path == "-":
+        print(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        print(render_check(scenario, report))
+        if args.json_path and problem is None:
+            _write_atomic(Path(args.json_path), json.dumps(report, indent=2, sort_keys=True) + "\n")
+    if problem is not None:
+        raise problem
+    return 0
+
+
+def _list() -> int:
+    from twin.config.registry import builtin_profiles, builtin_scenarios, model_presets
+
+    print("Built-in scenarios:  " + ", ".join(builtin_scenarios()))
+    print("Model presets:       " + ", ".join(model_presets()))
+    by_kind: dict[str, list[str]] = {}
+    for name, kind in builtin_profiles().items():
+        by_kind.setdefault(kind, []).append(name)
+    for kind in ("gpu", "cpu", "link", "host"):
+        if kind in by_kind:
+            print(f"{kind + ' profiles:':21s}" + ", ".join(by_kind[kind]))
+    return 0
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file so that a failure never leaves half a report."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as exc:
+        raise InputError(f"cannot write the report: {exc.strerror}", field="--json", value=str(path)) from None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

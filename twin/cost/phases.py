@@ -1,0 +1,146 @@
+"""Analytic, tier-1 estimates of each phase of one RL step (lower bounds).
+
+These use the cost models alone, no event simulation: the fast first tier of fidelity
+that ``twin check`` prints. Each is a bound a real run cannot beat; the simulation (tier 2)
+adds queueing, the long tail's interaction with batching, and the overlap of phases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from twin.config.scenario import Scenario
+from twin.cost import transformer as tf
+from twin.cost.collectives import Topology
+from twin.cost.engine import EngineCosts, engine_costs
+from twin.cost.roofline import compute_time, memory_time
+from twin.cost.weight_sync import weight_sync_cost
+
+
+@dataclass(frozen=True)
+class StepSample:
+    """One step's trajectories drawn from the workload with the scenario's seed."""
+
+    prompt: np.ndarray
+    response: np.ndarray
+
+    @property
+    def sequence(self) -> np.ndarray:
+        return self.prompt + self.response
+
+
+def sample_step(scenario: Scenario, rng: np.random.Generator | None = None) -> StepSample:
+    """Prompt and generated tokens of every trajectory of one step.
+
+    A multi-turn trajectory generates ``tool_calls + 1`` turns; its tool replies join the
+    prompt side (they are prefilled, not generated).
+    """
+    rng = rng or np.random.default_rng(scenario.run.seed)
+    a, w = scenario.algorithm, scenario.workload
+    n = a.trajectories_per_step
+    prompt = np.maximum(np.rint(w.prompt_tokens.sample(rng, a.prompts_per_step)), 1)
+    prompt = np.repeat(prompt, a.responses_per_prompt)
+    turns = np.ones(n, dtype=np.int64)
+    if w.multi_turn:
+        calls = np.rint(w.multi_turn.tool_calls.sample(rng, n)).astype(np.int64)
+        turns += calls
+        replies = np.rint(w.multi_turn.tool_reply_tokens.sample(rng, int(calls.sum())))
+        prompt = prompt + np.bincount(np.repeat(np.arange(n), calls), weights=replies, minlength=n)
+    per_turn = np.maximum(np.rint(w.response_tokens.sample(rng, int(turns.sum()))), 1)
+    response = np.bincount(np.repeat(np.arange(n), turns), weights=per_turn, minlength=n)
+    return StepSample(prompt, response)
+
+
+def generation_bound(costs: EngineCosts, engines: int, step: StepSample) -> dict[str, float]:
+    """Two floors on rollout time: the longest trajectory decoded alone (the tail), and the
+    total tokens at the engines' full-batch throughput (the bulk)."""
+    longest = int(step.response.max())
+    prompt = float(step.prompt.mean())
+    tail = costs.prefill_time(int(prompt)) + longest * costs.decode_time(1, prompt + longest / 2)
+    mean_ctx = float(step.prompt.mean() + step.response.mean() / 2)
+    batch = int(min(costs.max_num_seqs, max(1, costs.kv_capacity_tokens // mean_ctx),
+                    np.ceil(len(step.response) / engines)))
+    per_token = costs.decode_time(batch, batch * mean_ctx) / batch
+    bulk = float(step.response.sum()) * per_token / engines
+    return {"tail": float(tail), "bulk": float(bulk)}
+
+
+def trainer_pass_time(scenario: Scenario, flops: float, passes_over_weights: float) -> float:
+    """Compute time of work spread over the trainer GPUs, plus the FSDP/ZeRO-3 parameter
+    gathers it cannot hide (lower bound: they fully overlap with compute)."""
+    arch, t = scenario.model, scenario.placement.trainer
+    gpu = scenario.cluster.gpu
+    per_call = tf.gemm_flops_per_call(arch, t.micro_batch_tokens) / t.tp
+    compute = compute_time(flops / t.gpus, gpu, arch.dtype, per_call)
+    if t.zero_stage < 3 or scenario.trainer_dp == 1:
+        return compute
+    topo = Topology(scenario.cluster)
+    comm = passes_over_weights * topo.collective_time(
+        "all_gather", arch.weight_bytes / (t.tp * t.pp), topo.gpus(0, scenario.trainer_dp))
+    return max(compute, comm)
+
+
+def phase_estimates(scenario: Scenario) -> dict[str, float]:
+    """Lower bound of each phase of one step, seconds."""
+    a, arch = scenario.algorithm, scenario.model
+    step = sample_step(scenario)
+    seqs = step.sequence
+    costs = engine_costs(scenario)
+    gen = generation_bound(costs, scenario.rollout_engines, step)
+    out = {"generation": max(gen["tail"], gen["bulk"])}
+    out["reward"] = reward_bound(scenario, len(seqs))
+    micro = scenario.placement.trainer.micro_batch_tokens
+    n_micro = max(1.0, float(seqs.sum()) / (micro * scenario.trainer_dp))
+    if a.old_logprob:
+        out["old_logprob"] = trainer_pass_time(scenario, tf.logprob_flops(arch, seqs), n_micro)
+    if a.reference:
+        out["reference"] = trainer_pass_time(scenario, tf.logprob_flops(arch, seqs), n_micro)
+    recompute = scenario.placement.trainer.recompute
+    train = tf.training_flops(arch, seqs, recompute) * a.ppo_epochs
+    gathers = n_micro * a.ppo_epochs * (3 if recompute else 2)
+    optimizer_steps = a.ppo_epochs * a.minibatches
+    out["update_actor"] = trainer_pass_time(scenario, train, gathers) + optimizer_steps * optimizer_time(scenario)
+    if a.critic:
+        out["critic"] = out["update_actor"] + trainer_pass_time(scenario, tf.logprob_flops(arch, seqs), n_micro)
+    out["weight_sync"] = weight_sync_cost(scenario).total_s
+    return {k: float(v) for k, v in out.items()}
+
+
+def optimizer_time(scenario: Scenario) -> float:
+    """Adam step on one GPU's shard: read and write fp32 master, m, v and read the grads
+    (memory-bound: 4·3·2 + 2 = 26 bytes per parameter)."""
+    t = scenario.placement.trainer
+    shard = scenario.model.total_params / (t.tp * t.pp * (scenario.trainer_dp if t.zero_stage >= 1 else 1))
+    return memory_time(26 * shard, scenario.cluster.gpu)
+
+
+def reward_bound(scenario: Scenario, n: int) -> float:
+    """Total reward work spread perfectly over its servers."""
+    r = scenario.reward
+    if r.kind == "rule":
+        cores = scenario.cluster.cpu_cores * scenario.cluster.nodes
+        return n * r.cpu_seconds.clipped_mean() / cores
+    if r.kind == "sandbox":
+        return n * min(r.latency_s.clipped_mean(), r.timeout_s) / r.workers / (1 - r.failure_rate)
+    gpus = scenario.placement.reward_model_gpus
+    arch = r.model
+    seqs = sample_step(scenario).sequence
+    flops = tf.logprob_flops(arch, seqs)
+    if r.kind == "judge":
+        out = r.output_tokens.clipped_mean()
+        flops += 2.0 * tf.body_params(arch) * out * n
+    return compute_time(flops / gpus, scenario.cluster.gpu, arch.dtype,
+                        tf.gemm_flops_per_call(arch, 8192))
+
+
+def step_estimate(scenario: Scenario, phases: dict[str, float]) -> float:
+    """A step's lower bound from its phases, by deployment mode."""
+    rollout = phases["generation"] + phases["reward"]
+    train = sum(v for k, v in phases.items() if k not in ("generation", "reward", "weight_sync"))
+    if scenario.placement.mode == "colocated":
+        return rollout + train + phases["weight_sync"]
+    if scenario.placement.mode == "disaggregated" and scenario.algorithm.staleness == 0:
+        return rollout + train + phases["weight_sync"]
+    return max(rollout, train + phases["weight_sync"])
