@@ -88,7 +88,8 @@ def render_check(scenario: Scenario, report: dict[str, Any]) -> str:
     lines.append("Memory per GPU (GiB)")
     for role, m in report["memory"].items():
         verdict = "fits" if m["fits"] else "DOES NOT FIT"
-        lines.append(f"  {role:8s} {m['used_gib']:8.1f} of {m['capacity_gib']:6.1f}  {verdict}")
+        of = "engine budget (gpu_memory_utilization)" if role == "rollout" else "device memory"
+        lines.append(f"  {role:8s} {m['used_gib']:8.1f} of {m['capacity_gib']:6.1f} {of}: {verdict}")
         for item, gib in m["items_gib"].items():
             lines.append(f"      {item:40s} {gib:8.2f}")
         if m["problem"]:
