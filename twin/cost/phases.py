@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twin.config.registry import resolve_profile
 from twin.config.scenario import Scenario
 from twin.cost import transformer as tf
 from twin.cost.collectives import Topology
@@ -82,28 +83,54 @@ def trainer_pass_time(scenario: Scenario, flops: float, passes_over_weights: flo
     return max(compute, comm)
 
 
-def phase_estimates(scenario: Scenario) -> dict[str, float]:
-    """Lower bound of each phase of one step, seconds."""
+def learner_phases(scenario: Scenario, seqs: np.ndarray) -> dict[str, float]:
+    """Seconds of each learner phase for one step's sequences (prompt + response tokens)."""
     a, arch = scenario.algorithm, scenario.model
-    step = sample_step(scenario)
-    seqs = step.sequence
-    costs = engine_costs(scenario)
-    gen = generation_bound(costs, scenario.rollout_engines, step)
-    out = {"generation": max(gen["tail"], gen["bulk"])}
-    out["reward"] = reward_bound(scenario, len(seqs))
     micro = scenario.placement.trainer.micro_batch_tokens
     n_micro = max(1.0, float(seqs.sum()) / (micro * scenario.trainer_dp))
+    forward = trainer_pass_time(scenario, tf.logprob_flops(arch, seqs), n_micro)
+    out: dict[str, float] = {}
     if a.old_logprob:
-        out["old_logprob"] = trainer_pass_time(scenario, tf.logprob_flops(arch, seqs), n_micro)
+        out["old_logprob"] = forward
     if a.reference:
-        out["reference"] = trainer_pass_time(scenario, tf.logprob_flops(arch, seqs), n_micro)
+        out["reference"] = forward
     recompute = scenario.placement.trainer.recompute
     train = tf.training_flops(arch, seqs, recompute) * a.ppo_epochs
     gathers = n_micro * a.ppo_epochs * (3 if recompute else 2)
     optimizer_steps = a.ppo_epochs * a.minibatches
     out["update_actor"] = trainer_pass_time(scenario, train, gathers) + optimizer_steps * optimizer_time(scenario)
-    if a.critic:
-        out["critic"] = out["update_actor"] + trainer_pass_time(scenario, tf.logprob_flops(arch, seqs), n_micro)
+    if a.critic:  # the value model: same architecture, a forward for values and its own update
+        out["critic"] = forward + out["update_actor"]
+    return {k: float(v) for k, v in out.items()}
+
+
+def switch_time(scenario: Scenario) -> float:
+    """Colocated mode, one direction: put the engine to sleep (weights to host, KV freed) or
+    wake it (weights back), plus the trainer's offloaded state moving the other way."""
+    gpu, arch, t = scenario.cluster.gpu, scenario.model, scenario.placement.trainer
+    link = resolve_host_link(scenario)
+    moved = arch.weight_bytes / scenario.placement.rollout.tp
+    psi = arch.total_params / (t.tp * t.pp * (scenario.trainer_dp if t.zero_stage >= 3 else 1))
+    if t.offload_params:
+        moved += 2 * psi
+    if t.offload_optimizer:
+        moved += 12 * arch.total_params / (t.tp * t.pp * (scenario.trainer_dp if t.zero_stage >= 1 else 1))
+    return moved / (link.bandwidth_bytes_per_s * link.efficiency.at(moved)) + link.latency_s
+
+
+def resolve_host_link(scenario: Scenario):
+    name = scenario.cluster.gpu.host_link or "pcie5"
+    return resolve_profile(name, ("link",), "cluster.gpu.host_link")
+
+
+def phase_estimates(scenario: Scenario) -> dict[str, float]:
+    """Lower bound of each phase of one step, seconds."""
+    step = sample_step(scenario)
+    gen = generation_bound(engine_costs(scenario), scenario.rollout_engines, step)
+    out = {"generation": max(gen["tail"], gen["bulk"]), "reward": reward_bound(scenario, len(step.response))}
+    out.update(learner_phases(scenario, step.sequence))
+    if scenario.placement.mode == "colocated":
+        out["switch"] = 2 * switch_time(scenario)
     out["weight_sync"] = weight_sync_cost(scenario).total_s
     return {k: float(v) for k, v in out.items()}
 
@@ -138,9 +165,9 @@ def reward_bound(scenario: Scenario, n: int) -> float:
 def step_estimate(scenario: Scenario, phases: dict[str, float]) -> float:
     """A step's lower bound from its phases, by deployment mode."""
     rollout = phases["generation"] + phases["reward"]
-    train = sum(v for k, v in phases.items() if k not in ("generation", "reward", "weight_sync"))
+    train = sum(v for k, v in phases.items() if k not in ("generation", "reward", "weight_sync", "switch"))
     if scenario.placement.mode == "colocated":
-        return rollout + train + phases["weight_sync"]
+        return rollout + train + phases["weight_sync"] + phases["switch"]
     if scenario.placement.mode == "disaggregated" and scenario.algorithm.staleness == 0:
         return rollout + train + phases["weight_sync"]
     return max(rollout, train + phases["weight_sync"])

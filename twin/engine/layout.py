@@ -1,0 +1,133 @@
+"""The kernels' memory layout: a pool of engines as a handful of 2-D/3-D NumPy arrays.
+
+Numba kernels take plain arrays, and every extra argument costs dispatch time, so the
+state of all engines of a pool lives in a few arrays indexed ``[engine, ...]`` with the
+named field constants below. Each engine owns ``cap`` request slots (recycled when a
+request finishes), a ring buffer of waiting slots and a list of running slots, so memory is
+O(outstanding requests), never O(tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from twin.cost.engine import EngineCosts
+
+# req[engine, field, slot] (int64)
+ID, PROMPT, NEW, GENERATED, COMPUTED, BLOCKS = range(6)
+REQ_FIELDS = 6
+
+# eng[engine, field] (int64)
+(NRUN, WHEAD, WCOUNT, NFREE, FREE_BLOCKS, TOKENS, PREEMPTIONS, WASTED, PADDING,
+ BATCH_PROMPT, BATCH_LEN, BATCH_DONE, BATCH_PREFILL) = range(13)
+ENG_FIELDS = 13
+
+# engf[engine, field] (float64); a span is open while SPAN_START is finite
+CLOCK, BUSY, SPAN_START, SPAN_END = range(4)
+ENGF_FIELDS = 4
+
+# tab[row, tokens in the iteration] and cf[field]: the EngineCosts table
+LINEAR, WEIGHTS, COMM = range(3)
+OVERHEAD, ATTN_PER_PAIR, KV_PER_TOKEN = range(3)
+
+# params[field]
+MAX_SEQS, TOKEN_BUDGET, BLOCK_SIZE, TOTAL_BLOCKS = range(4)
+
+
+@dataclass(frozen=True)
+class KernelCosts:
+    """An :class:`EngineCosts` flattened into the arrays the kernels read."""
+
+    tab: np.ndarray      # (3, max_num_batched_tokens + 1): linear, weights, comm seconds
+    cf: np.ndarray       # overhead_s, attn_s_per_pair, kv_s_per_token
+    params: np.ndarray   # max_num_seqs, max_num_batched_tokens, block_size, total blocks
+
+    @classmethod
+    def of(cls, costs: EngineCosts) -> "KernelCosts":
+        check_costs(costs)
+        tab = np.ascontiguousarray(np.stack([costs.linear_s, costs.weights_s, costs.comm_s]),
+                                   dtype=np.float64)
+        cf = np.array([costs.overhead_s, costs.attn_s_per_pair, costs.kv_s_per_token], np.float64)
+        params = np.array([costs.max_num_seqs, costs.max_num_batched_tokens, costs.block_size,
+                           total_blocks(costs)], np.int64)
+        return cls(tab, cf, params)
+
+
+def total_blocks(costs: EngineCosts) -> int:
+    """KV-cache blocks of one engine (vLLM's paged-attention block budget)."""
+    return costs.kv_capacity_tokens // costs.block_size
+
+
+def check_costs(costs: EngineCosts) -> None:
+    """Reject cost tables the scheduler cannot run (vLLM refuses the same configurations)."""
+    if costs.max_num_batched_tokens < costs.max_num_seqs:
+        raise ValueError("max_num_batched_tokens must be >= max_num_seqs (as vLLM requires): "
+                         f"{costs.max_num_batched_tokens} < {costs.max_num_seqs}")
+    if len(costs.linear_s) < 2 or not (len(costs.linear_s) == len(costs.weights_s) == len(costs.comm_s)):
+        raise ValueError("EngineCosts tables must have equal lengths of at least 2")
+    if total_blocks(costs) < 1:
+        raise ValueError(f"KV capacity {costs.kv_capacity_tokens} tokens holds no block of "
+                         f"{costs.block_size}")
+
+
+@dataclass
+class PoolArrays:
+    """State of every engine of a pool (see the field constants of this module)."""
+
+    req: np.ndarray       # (E, REQ_FIELDS, cap) int64
+    arrival: np.ndarray   # (E, cap) float64
+    running: np.ndarray   # (E, max_num_seqs) int64 slots, oldest admission first
+    waiting: np.ndarray   # (E, cap) int64 ring buffer of slots, FCFS
+    free_slots: np.ndarray  # (E, cap) int64 stack
+    eng: np.ndarray       # (E, ENG_FIELDS) int64
+    engf: np.ndarray      # (E, ENGF_FIELDS) float64
+
+    @classmethod
+    def empty(cls, engines: int, max_num_seqs: int, total_blocks: int, cap: int = 16) -> "PoolArrays":
+        eng = np.zeros((engines, ENG_FIELDS), np.int64)
+        eng[:, NFREE] = cap
+        eng[:, FREE_BLOCKS] = total_blocks
+        engf = np.zeros((engines, ENGF_FIELDS), np.float64)
+        engf[:, SPAN_START] = np.inf
+        return cls(
+            req=np.zeros((engines, REQ_FIELDS, cap), np.int64),
+            arrival=np.zeros((engines, cap), np.float64),
+            running=np.zeros((engines, max_num_seqs), np.int64),
+            waiting=np.zeros((engines, cap), np.int64),
+            free_slots=np.tile(np.arange(cap - 1, -1, -1, dtype=np.int64), (engines, 1)),
+            eng=eng,
+            engf=engf,
+        )
+
+    @property
+    def cap(self) -> int:
+        return self.req.shape[2]
+
+    def outstanding(self) -> np.ndarray:
+        """Requests held per engine (waiting or running)."""
+        return self.cap - self.eng[:, NFREE]
+
+    def reserve(self, needed: int) -> None:
+        """Grow every engine's slot capacity to at least ``needed`` (amortised doubling)."""
+        old = self.cap
+        if needed <= old:
+            return
+        cap = max(needed, 2 * old)
+        engines = self.req.shape[0]
+        req = np.zeros((engines, REQ_FIELDS, cap), np.int64)
+        req[:, :, :old] = self.req
+        arrival = np.zeros((engines, cap), np.float64)
+        arrival[:, :old] = self.arrival
+        waiting = np.zeros((engines, cap), np.int64)
+        free_slots = np.zeros((engines, cap), np.int64)
+        for e in range(engines):
+            head, count, nfree = self.eng[e, WHEAD], self.eng[e, WCOUNT], self.eng[e, NFREE]
+            waiting[e, :count] = self.waiting[e, (head + np.arange(count)) % old]
+            # new slots go below the old free ones so that pops stay lowest-slot-first
+            free_slots[e, : cap - old] = np.arange(cap - 1, old - 1, -1)
+            free_slots[e, cap - old : cap - old + nfree] = self.free_slots[e, :nfree]
+        self.eng[:, WHEAD] = 0
+        self.eng[:, NFREE] += cap - old
+        self.req, self.arrival, self.waiting, self.free_slots = req, arrival, waiting, free_slots

@@ -1,0 +1,99 @@
+"""The sandbox reward service as a many-server FCFS queue: a Numba kernel and its reference.
+
+Jobs (one per trajectory) arrive in time order; each takes the worker that frees first
+(ties to the lowest worker id, so runs are deterministic). An attempt lasts its sampled
+service time, cut at the timeout; a failed or timed-out attempt is retried at once on the
+same worker (the sandbox restarts the test run) until ``max_retries`` are spent, after which
+the job is reported failed. Service times and failure draws are sampled by the caller, so
+kernel and reference see identical inputs.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from twin.jit import njit
+
+
+@njit
+def _sift_down(keys, ids, size, i):
+    while True:
+        left, right, best = 2 * i + 1, 2 * i + 2, i
+        if left < size and (keys[left] < keys[best] or (keys[left] == keys[best] and ids[left] < ids[best])):
+            best = left
+        if right < size and (keys[right] < keys[best] or (keys[right] == keys[best] and ids[right] < ids[best])):
+            best = right
+        if best == i:
+            return
+        keys[i], keys[best] = keys[best], keys[i]
+        ids[i], ids[best] = ids[best], ids[i]
+        i = best
+
+
+def new_pool(workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """The queue's state between calls: a min-heap of (free time, worker id)."""
+    return np.zeros(workers), np.arange(workers, dtype=np.int64)
+
+
+@njit
+def sandbox_queue_kernel(arrival, service, failed, keys, ids, timeout):
+    """Serve jobs in order; returns (start, end, worker, attempts, ok) per job and the busy
+    seconds per worker. ``keys``/``ids`` (see :func:`new_pool`) are updated in place, so a
+    later call continues where this one left off. ``service`` and ``failed`` have one
+    column per attempt (1 + max_retries).
+    """
+    workers = len(keys)
+    n, tries = service.shape
+    start = np.empty(n)
+    end = np.empty(n)
+    worker = np.empty(n, np.int64)
+    attempts = np.empty(n, np.int64)
+    ok = np.empty(n, np.bool_)
+    busy = np.zeros(workers)
+    for j in range(n):
+        w = ids[0]
+        t0 = max(arrival[j], keys[0])
+        t = t0
+        k = 0
+        success = False
+        while k < tries:
+            t += min(service[j, k], timeout)
+            k += 1
+            if service[j, k - 1] <= timeout and not failed[j, k - 1]:
+                success = True
+                break
+        start[j], end[j], worker[j], attempts[j], ok[j] = t0, t, w, k, success
+        busy[w] += t - t0
+        keys[0] = t
+        _sift_down(keys, ids, workers, 0)
+    return start, end, worker, attempts, ok, busy
+
+
+def sandbox_queue_reference(arrival, service, failed, keys, ids, timeout):
+    """Plain-Python twin of :func:`sandbox_queue_kernel` (same semantics, heapq)."""
+    n, tries = service.shape
+    workers = len(keys)
+    heap = [(float(k), int(w)) for k, w in zip(keys, ids)]
+    heapq.heapify(heap)
+    start, end = np.empty(n), np.empty(n)
+    worker, attempts = np.empty(n, np.int64), np.empty(n, np.int64)
+    ok, busy = np.empty(n, np.bool_), np.zeros(workers)
+    for j in range(n):
+        free, w = heapq.heappop(heap)
+        t0 = t = max(float(arrival[j]), free)
+        k, success = 0, False
+        while k < tries:
+            t += min(float(service[j, k]), timeout)
+            k += 1
+            if service[j, k - 1] <= timeout and not failed[j, k - 1]:
+                success = True
+                break
+        start[j], end[j], worker[j], attempts[j], ok[j] = t0, t, w, k, success
+        busy[w] += t - t0
+        heapq.heappush(heap, (t, w))
+    heap.sort()  # a sorted array is a valid heap: hand the state back in the kernel's layout
+    keys[:] = [k for k, _ in heap]
+    ids[:] = [w for _, w in heap]
+    return start, end, worker, attempts, ok, busy
