@@ -1,0 +1,95 @@
+"""Kernel helpers shared by both batching policies: busy spans, events, slots, the waiting ring.
+
+Outputs go to caller-allocated buffers: ``ev_i[0|1, k]`` (request id, engine) and
+``ev_t[k]`` for finish events, ``sp_e[k]``/``sp_t[0|1, k]`` (engine, start, end) for closed
+busy spans, with ``counts[0]`` events and ``counts[1]`` spans written so far.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twin.engine.layout import BUSY, CLOCK, ID, NFREE, SPAN_END, SPAN_START, WCOUNT, WHEAD
+from twin.jit import njit
+
+
+@njit
+def record_busy(engf, e, start, dt, sp_e, sp_t, counts):
+    """Account ``dt`` busy seconds from ``start``; contiguous work extends the open span."""
+    engf[e, BUSY] += dt
+    if np.isfinite(engf[e, SPAN_START]):
+        if engf[e, SPAN_END] == start:
+            engf[e, SPAN_END] = start + dt
+            return
+        k = counts[1]
+        sp_e[k] = e
+        sp_t[0, k] = engf[e, SPAN_START]
+        sp_t[1, k] = engf[e, SPAN_END]
+        counts[1] = k + 1
+    engf[e, SPAN_START] = start
+    engf[e, SPAN_END] = start + dt
+
+
+@njit
+def release(req, free_slots, eng, e, slot):
+    """Give a finished or dropped request's slot back to the engine."""
+    free_slots[e, eng[e, NFREE]] = slot
+    eng[e, NFREE] += 1
+
+
+@njit
+def emit_finish(req, free_slots, eng, engf, e, slot, ev_i, ev_t, counts):
+    """Report that the request in ``slot`` finished its segment at the engine's clock."""
+    k = counts[0]
+    ev_i[0, k] = req[e, ID, slot]
+    ev_i[1, k] = e
+    ev_t[k] = engf[e, CLOCK]
+    counts[0] = k + 1
+    release(req, free_slots, eng, e, slot)
+
+
+@njit
+def waiting_front(waiting, eng, e):
+    return waiting[e, eng[e, WHEAD]]
+
+
+@njit
+def pop_front(waiting, eng, e):
+    slot = waiting[e, eng[e, WHEAD]]
+    eng[e, WHEAD] = (eng[e, WHEAD] + 1) % waiting.shape[1]
+    eng[e, WCOUNT] -= 1
+    return slot
+
+
+@njit
+def push_front(waiting, eng, e, slot):
+    eng[e, WHEAD] = (eng[e, WHEAD] - 1) % waiting.shape[1]
+    waiting[e, eng[e, WHEAD]] = slot
+    eng[e, WCOUNT] += 1
+
+
+@njit
+def abort_in_flight(arrival, waiting, eng, engf, e, at, has_batch, sp_e, sp_t, counts):
+    """An interrupt at ``at`` abandons the iteration in flight; the GPU was busy until then."""
+    clock = engf[e, CLOCK]
+    start = np.inf
+    if has_batch:
+        start = clock
+    elif eng[e, WCOUNT] > 0:
+        first = arrival[e, waiting_front(waiting, eng, e)]
+        if first < at:
+            start = max(clock, first)
+    if start < at:
+        record_busy(engf, e, start, at - start, sp_e, sp_t, counts)
+    engf[e, CLOCK] = max(clock, at)
+
+
+@njit
+def drop_arrived(req, arrival, waiting, free_slots, eng, e, at, dropped, n_dropped):
+    """Drop waiting requests that have arrived by ``at``; returns the new dropped count."""
+    while eng[e, WCOUNT] > 0 and arrival[e, waiting_front(waiting, eng, e)] <= at:
+        slot = pop_front(waiting, eng, e)
+        dropped[n_dropped] = req[e, ID, slot]
+        n_dropped += 1
+        release(req, free_slots, eng, e, slot)
+    return n_dropped
