@@ -50,3 +50,36 @@ def test_list_names_scenarios_models_and_profiles(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "grpo-7b-colocated" in out and "deepseek-v3" in out and "h200" in out
+
+
+def test_run_names_the_binding_link_and_writes_json_and_trace(tmp_path, capsys):
+    report, trace = tmp_path / "r.json", tmp_path / "t.json"
+    code = main(["run", "grpo-8b-disaggregated", "--set", "run.steps=2", "--json", str(report),
+                 "--trace", str(trace)])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "Verdict:" in out and "critical path" in out
+    data = json.loads(report.read_text())
+    for key in ("step_time_s", "breakdown", "utilization", "throughput", "bottleneck", "memory", "scenario"):
+        assert key in data
+    assert data["bottleneck"][0]["link"] in out
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e["ph"] == "X" and e["name"] == "generate" for e in events)
+
+
+def test_run_without_arguments_uses_the_builtin_scenario(capsys):
+    assert main(["run", "--set", "run.steps=1", "--set", "algorithm.prompts_per_step=32"]) == 0
+    assert "grpo-7b-colocated" in capsys.readouterr().out
+
+
+def test_run_json_to_stdout_is_byte_identical(capsys):
+    main(["run", "ppo-8b-colocated", "--set", "run.steps=2", "--json", "-"])
+    first = capsys.readouterr().out
+    main(["run", "ppo-8b-colocated", "--set", "run.steps=2", "--json", "-"])
+    assert capsys.readouterr().out == first
+
+
+def test_run_bad_input_writes_nothing(tmp_path, capsys):
+    report = tmp_path / "r.json"
+    assert main(["run", "--set", "run.steps=0", "--json", str(report)]) == 2
+    assert "run.steps" in capsys.readouterr().err and not report.exists()

@@ -21,6 +21,8 @@ examples:
   twin check                                 the default built-in scenario: memory and estimates
   twin check scenarios/my-run.yaml --set placement.rollout.gpus=64 --set cluster.gpu=h200
   twin check grpo-7b-colocated --json -      the same as JSON on stdout
+  twin run                                   simulate the default scenario: which link binds
+  twin run agentic-search-4b --set algorithm.staleness=2 --json report.json --trace trace.json
 
 --set takes any field of the scenario as a dotted path; values are read as YAML
 (64, true, 0.9, "{kind: fixed, value: 512}").
@@ -52,6 +54,14 @@ def _parser() -> argparse.ArgumentParser:
                            "GPU role needs (and whether it fits), and an analytic lower bound of each "
                            "phase of one step. Exit code 2 when the input is invalid or does not fit.")
     scenario_args(check)
+    run = sub.add_parser("run", help="simulate the RL loop; where the time goes and which link binds",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description="Simulate run.steps optimizer steps of the scenario: rollout "
+                         "engines, tools, reward, learner and weight sync, in the scenario's "
+                         "deployment mode. Prints the step-time breakdown, utilisation and the "
+                         "link on the critical path. Same scenario and seed, same report.")
+    scenario_args(run)
+    run.add_argument("--trace", metavar="PATH", help="write a Chrome trace (open in Perfetto)")
     sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles")
     return parser
 
@@ -62,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "check":
             return _check(args)
+        if args.command == "run":
+            return _run(args)
         if args.command == "list":
             return _list()
         parser.print_help()
@@ -89,6 +101,36 @@ def _check(args) -> int:
             _write_atomic(Path(args.json_path), json.dumps(report, indent=2, sort_keys=True) + "\n")
     if problem is not None:
         raise problem
+    return 0
+
+
+def _run(args) -> int:
+    from twin.api import Report
+    from twin.analysis.report import build_report
+    from twin.analysis.trace import chrome_trace
+    from twin.check import memory_problem
+    from twin.config.load import load_scenario, scenario_path
+    from twin.progress import progress_printer
+    from twin.render import render_run
+    from twin.sim.loop import simulate
+
+    scenario = load_scenario(args.scenario, args.overrides)
+    problem = memory_problem(scenario, str(scenario_path(args.scenario or DEFAULT_SCENARIO)))
+    if problem is not None:
+        raise problem
+    with progress_printer(scenario.run.steps) as progress:
+        result = simulate(scenario, progress)
+    report = Report(build_report(result), result)
+    text = report.to_json()
+    trace = json.dumps(chrome_trace(result.spans)) if args.trace else None
+    if args.json_path == "-":
+        sys.stdout.write(text)
+    else:
+        print(render_run(report.data))
+        if args.json_path:
+            _write_atomic(Path(args.json_path), text)
+    if trace is not None:
+        _write_atomic(Path(args.trace), trace)
     return 0
 
 

@@ -102,6 +102,13 @@ class RolloutPlacement(Strict):
     block_size: Count = Field(default=16, description="KV-cache block size in tokens (vLLM 16).")
     router: Literal["round_robin", "least_loaded"] = "least_loaded"
 
+    @model_validator(mode="after")
+    def _budget_holds_a_decode_batch(self) -> "RolloutPlacement":
+        if self.max_num_batched_tokens < self.max_num_seqs:  # vLLM refuses this too
+            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be at least "
+                             f"max_num_seqs ({self.max_num_seqs})")
+        return self
+
 
 class TrainerPlacement(Strict):
     """The learner: FSDP/ZeRO data parallel, optionally with tensor and pipeline parallel."""

@@ -1,0 +1,72 @@
+"""The GRPO learner: old-logprob and reference passes, then one clipped-surrogate update.
+
+Sequences (prompt + response) are right-padded to the longest of the batch and processed as
+one micro-batch, as HF-style trainers without sequence packing do: every pass computes
+rows × (longest − 1) positions. The loss is GRPO's: group-normalised advantages, the
+PPO-clipped ratio against the old log-probs, and a k3 KL estimate against the reference.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from calibrate.probe.model import Decoder
+
+
+def pack(prompts: torch.Tensor, responses: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token matrix (rows, prompt + longest response) and the mask of response targets."""
+    rows, p = prompts.shape
+    longest = max(len(r) for r in responses)
+    tokens = torch.zeros(rows, p + longest, dtype=torch.long)
+    mask = torch.zeros(rows, p + longest - 1)
+    tokens[:, :p] = prompts
+    for i, r in enumerate(responses):
+        tokens[i, p: p + len(r)] = torch.tensor(r)
+        mask[i, p - 1: p - 1 + len(r)] = 1.0
+    return tokens, mask
+
+
+def group_advantages(rewards: list[float], group: int) -> torch.Tensor:
+    r = torch.tensor(rewards).view(-1, group)
+    return ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True, unbiased=False) + 1e-6)).view(-1)
+
+
+def token_logprobs(model: Decoder, tokens: torch.Tensor) -> torch.Tensor:
+    logits = model(tokens[:, :-1])
+    return torch.log_softmax(logits.float(), dim=-1).gather(-1, tokens[:, 1:, None])[..., 0]
+
+
+class Learner:
+    """Policy, frozen reference copy, AdamW."""
+
+    def __init__(self, model: Decoder, lr: float = 1e-5, clip: float = 0.2, kl_coef: float = 0.01) -> None:
+        self.model, self.clip, self.kl_coef = model, clip, kl_coef
+        self.reference = copy.deepcopy(model).requires_grad_(False)
+        try:  # one pass over the state per step where torch has a fused kernel for it
+            self.opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)
+        except (RuntimeError, TypeError):
+            self.opt = torch.optim.AdamW(model.parameters(), lr=lr)
+
+    def old_logprobs(self, tokens: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return token_logprobs(self.model, tokens)
+
+    def ref_logprobs(self, tokens: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return token_logprobs(self.reference, tokens)
+
+    def update(self, tokens, mask, advantages, old, ref) -> float:
+        """Forward, backward and one optimizer step; the loss."""
+        lp = token_logprobs(self.model, tokens)
+        ratio = torch.exp(lp - old)
+        adv = advantages[:, None]
+        surrogate = torch.minimum(ratio * adv, ratio.clamp(1 - self.clip, 1 + self.clip) * adv)
+        log_r = ref - lp
+        kl = torch.exp(log_r) - log_r - 1
+        loss = -((surrogate - self.kl_coef * kl) * mask).sum() / mask.sum()
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        return float(loss.detach())

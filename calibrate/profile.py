@@ -1,0 +1,175 @@
+"""Measurements -> profiles: plain dicts in the format of twin.config.hardware, and YAML.
+
+The measuring path has no pydantic; the dicts are validated with the twin's own
+``parse_profile`` when the twin is importable (``validate``), so a profile that is written
+is one the twin loads.
+
+Peaks: a GPU's datasheet peak is not known to the benchmark, and a CPU has none, so the
+profile's ``peak_flops`` per dtype is the best rate measured for that dtype, and its
+efficiency curves are relative to that best (at most 1 by construction). Likewise the
+memory bandwidth is the best copy rate measured. Provenance and each ``source`` say so.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from calibrate import fit
+from calibrate.env import Target
+from calibrate.errors import CalibrationError
+from calibrate.store import Row, Store
+from calibrate.suites import parse_params
+
+PRIMARY_DTYPE = {"cpu": "fp32", "cuda": "bf16"}
+REQUIRED = ("matmul", "memory", "overhead")
+
+
+def _provenance(target: Target, command: str, csv_name: str) -> dict:
+    prov = {"source": "calibrated",
+            "reference": f"{command}; raw measurements in {csv_name}. Peaks are the best rates measured "
+                         "here (not a datasheet), efficiencies are relative to them.",
+            "date": target.date, "device": target.device_name, "driver": target.driver,
+            "torch": target.torch, "cuda": target.cuda, "nccl": target.nccl, "host": target.host}
+    return {k: v for k, v in prov.items() if v is not None}
+
+
+def _sizes_rates(rows: list[Row]) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([r.size for r in rows]), np.array([r.rate for r in rows])
+
+
+def device_profile(target: Target, store: Store, command: str, csv_name: str) -> dict:
+    """A DeviceProfile mapping from the matmul, attention, memory and overhead rows."""
+    missing = [s for s in REQUIRED if not store.select(s)]
+    if missing:
+        raise CalibrationError(f"cannot fit a device profile without the {', '.join(missing)} suite(s); "
+                               "measure them (drop --only) or rerun to resume")
+    primary = PRIMARY_DTYPE[target.device]
+    peaks = {}
+    for dtype in ("fp32", "tf32", "bf16", "fp16", "fp8"):
+        rows = store.select("matmul", dtype=dtype)
+        if rows:
+            peaks[dtype] = float(f"{fit.peak_rate([r.rate for r in rows]):.4g}")
+    mm = store.select("matmul", dtype=primary) or store.select("matmul")
+    gemm = fit.efficiency_curve(*_sizes_rates(mm), peaks[mm[0].dtype])
+    others = ", ".join(f"{d} {p / 1e12:.3g}" for d, p in peaks.items())
+    compute = {
+        "peak_flops": peaks,
+        "gemm_efficiency": {"points": [list(p) for p in gemm], "source": (
+            f"{len(mm)} {mm[0].dtype} GEMMs of the cost models' shapes (attention output, fused gate+up, down, "
+            "weight gradient) over hidden sizes and token counts, median of repetitions; efficiency = rate / best "
+            f"{mm[0].dtype} rate, pooled by FLOP per GEMM, isotonic (non-decreasing). One curve for all dtypes.")},
+        "source": f"best measured GEMM rate per dtype, TFLOP/s: {others}",
+    }
+    attention = store.select("attention")
+    if attention:
+        dtype = attention[0].dtype
+        attn = fit.efficiency_curve(*_sizes_rates(attention), peaks.get(dtype, max(peaks.values())))
+        compute["attention_efficiency"] = {"points": [list(p) for p in attn], "source": (
+            f"{len(attention)} scaled_dot_product_attention calls (causal prefills and one-token decodes over a "
+            "KV cache), FLOP = 4·heads·head_dim per (query, key) pair, by FLOP per call, relative to the best "
+            f"{dtype} GEMM rate")}
+    copies = store.select("memory", op="copy")
+    bandwidth = fit.peak_rate([r.rate for r in copies])
+    mem_curve = fit.efficiency_curve(*_sizes_rates(copies), bandwidth, shape="unimodal")
+    memory = {
+        "capacity_bytes": float(f"{target.capacity_bytes:.4g}"),
+        "bandwidth_bytes_per_s": float(f"{bandwidth:.4g}"),
+        "efficiency": {"points": [list(p) for p in mem_curve], "source": (
+            f"{len(copies)} device-to-device copies, size = bytes read + written; relative to the best "
+            "copy rate; unimodal fit (small copies pay the call, mid sizes can run from cache, large ones "
+            "from DRAM/HBM)")},
+        "source": f"capacity: {'host RAM' if target.device == 'cpu' else 'torch total_memory'}; "
+                  "bandwidth: best copy rate measured (bytes read + written per second)",
+    }
+    prof = {"kind": target.kind, "name": target.name,
+            "description": f"{target.device_name}, calibrated on {target.host} ({target.date})",
+            "provenance": _provenance(target, command, csv_name), "compute": compute, "memory": memory,
+            "overhead": _overhead(store)}
+    return prof
+
+
+def _overhead(store: Store) -> dict:
+    iters = store.select("overhead", op="decode_iteration")
+    kernel = store.select("overhead", op="kernel")
+    if len(iters) < 2:
+        raise CalibrationError("the overhead suite needs at least two decode-iteration points")
+    layers = [r.size for r in iters]
+    ops = parse_params(iters[0].params)["ops_per_layer"]
+    per_iter, per_op = fit.overhead_fit(layers, [r.seconds for r in iters], ops)
+    floor = f"; a bare tiny add_ takes {kernel[0].seconds * 1e6:.2f} us" if kernel else ""
+    return {"per_iteration_s": float(f"{per_iter:.4g}"), "per_kernel_s": float(f"{per_op:.4g}"),
+            "source": (f"eager Llama-style decode iterations (static engine, batch 1, width 32, sampling and "
+                       f"host read-back included) at {', '.join(str(int(x)) for x in layers)} layers; line fit "
+                       f"t = per_iteration + layers·{int(ops)} ops·per_kernel, per_kernel being the cost of one "
+                       f"dispatched ATen op inside a model{floor}. Graph-captured engines do not pay per_kernel "
+                       "per decode op.")}
+
+
+def link_profiles(target: Target, store: Store, command: str, csv_name: str) -> list[dict]:
+    """One LinkProfile per measured (backend, world size) of collectives."""
+    groups: dict[tuple[str, int], list[Row]] = {}
+    for r in store.select("collective"):
+        if r.seconds > 0:
+            p = parse_params(r.params)
+            groups.setdefault((r.dtype, int(p["world"])), []).append(r)
+    out = []
+    for (backend, world), rows in sorted(groups.items()):
+        best = fit.peak_rate([r.busbw for r in rows])
+        curve = fit.efficiency_curve([r.size for r in rows], [r.busbw for r in rows], best)
+        small = min((r for r in rows if r.op == "all_reduce"), key=lambda r: r.size, default=None)
+        steps = 2 * (world - 1)
+        latency = small.seconds / steps if small else 0.0
+        ops = sorted({r.op for r in rows})
+        out.append({
+            "kind": "link", "name": f"{backend}-{target.name}-x{world}",
+            "description": f"{backend} collectives over {world} ranks on {target.host}, as measured "
+                           f"({', '.join(ops)})",
+            "provenance": _provenance(target, command, csv_name),
+            "bandwidth_bytes_per_s": float(f"{best:.4g}"),
+            "latency_s": float(f"{latency:.4g}"),
+            "efficiency": {"points": [list(p) for p in curve], "source": (
+                "nccl-tests bus bandwidth of all measured collectives by buffer bytes, relative to the best; "
+                f"latency = smallest all-reduce time / {steps} ring steps")},
+        })
+    return out
+
+
+def host_link_profile(target: Target, store: Store, command: str, csv_name: str) -> dict | None:
+    """The host<->device link from pinned copies (CUDA only)."""
+    rows = [r for r in store.select("host_copy") if r.op.endswith("_pinned")]
+    if not rows:
+        return None
+    best = fit.peak_rate([r.rate for r in rows])
+    curve = fit.efficiency_curve([r.size for r in rows], [r.rate for r in rows], best)
+    small = min(rows, key=lambda r: r.size)
+    pageable = [r.rate for r in store.select("host_copy") if r.op.endswith("_pageable")]
+    note = f"; pageable copies reach {max(pageable) / 1e9:.3g} GB/s" if pageable else ""
+    return {"kind": "link", "name": f"{target.name}-host-link",
+            "description": f"host<->device copies of {target.device_name} on {target.host}",
+            "provenance": _provenance(target, command, csv_name),
+            "bandwidth_bytes_per_s": float(f"{best:.4g}"),
+            "latency_s": float(f"{max(small.seconds - small.size / best, 0.0):.4g}"),
+            "efficiency": {"points": [list(p) for p in curve],
+                           "source": f"pinned h2d and d2h copies relative to the best{note}"}}
+
+
+def validate(data: dict) -> None:
+    """Check ``data`` with the twin's schema when the twin is importable."""
+    try:
+        from twin.config.hardware import parse_profile
+    except ImportError:
+        return
+    parse_profile(data)
+
+
+def write_yaml(path: Path, data: dict) -> None:
+    """Validate, then write atomically (a failure never leaves half a profile)."""
+    validate(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True))
+    os.replace(tmp, path)

@@ -1,0 +1,91 @@
+"""GEMM throughput over the shapes the cost models use, per dtype; TFLOP/s = 2·M·N·K / t.
+
+For each hidden size h and token count m (decode batches up to prefill and training
+micro-batches) it times a layer's GEMMs as the twin counts them — the attention output
+projection (h→h), the fused gate+up (h→2i) and the down projection (i→h), with
+i = 8h/3 as in Llama — and the weight-gradient GEMM of training (contracting over the m
+tokens). The efficiency curve is fitted over FLOP per GEMM.
+
+The right-hand (weight) matrix rotates through a working set larger than the last-level
+cache, as a model's layers each bring their own weights: a GEMM timed on one hot matrix
+runs from cache, and at small token counts (decode) that overstates the rate in a model.
+"""
+
+from __future__ import annotations
+
+from calibrate.suites import Spec, params
+from calibrate.timing import Budget, Clock, median_time
+
+CPU_DTYPES = ("fp32", "bf16")
+CUDA_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
+
+
+# Bytes of weight matrices each GEMM rotates through: beyond the LLC of a server CPU
+# (tens of MiB) and of a GPU's L2 (50-60 MiB on Hopper).
+ROTATION_BYTES = {"cpu": 64 * 2**20, "cuda": 512 * 2**20}
+
+
+def sizes(device: str, quick: bool) -> tuple[list[int], list[int]]:
+    """(hidden sizes, token counts) of the sweep."""
+    if device == "cpu":
+        return ([128, 256, 512, 1024], [1, 8, 32, 128, 1024]) if quick else (
+            [128, 256, 512, 1024, 2048], [1, 4, 8, 16, 32, 64, 256, 1024, 2048])
+    return ([1024, 4096, 8192], [1, 64, 512, 4096]) if quick else (
+        [1024, 2048, 4096, 8192], [1, 16, 64, 256, 1024, 4096, 16384])
+
+
+def shapes(h: int, m: int) -> list[tuple[str, int, int, int]]:
+    """(name, M, K, N) of the GEMMs of one layer at ``m`` tokens."""
+    i = (8 * h // 3 + 63) // 64 * 64
+    return [("out", m, h, h), ("gate_up", m, h, 2 * i), ("down", m, i, h), ("wgrad", h, m, i)]
+
+
+def torch_dtype(name: str):
+    import torch
+
+    return {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
+            "fp16": torch.float16, "fp8": torch.float8_e4m3fn}[name]
+
+
+def fp8_supported() -> bool:
+    import torch
+
+    return torch.cuda.is_available() and torch.cuda.get_device_capability(0) >= (8, 9)
+
+
+def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
+    dtypes = CPU_DTYPES if device == "cpu" else tuple(d for d in CUDA_DTYPES if d != "fp8" or fp8_supported())
+    hiddens, tokens = sizes(device, quick)
+    out = []
+    for dtype in dtypes:
+        for h in hiddens:
+            for m in tokens:
+                for name, mm, k, n in shapes(h, m):
+                    if dtype == "fp8" and min(mm, k, n) < 16:
+                        continue  # fp8 GEMMs need dimensions that are multiples of 16
+                    out.append(Spec(
+                        key=f"matmul/{dtype}/{name}/m={mm},k={k},n={n}", suite="matmul", op=name,
+                        dtype=dtype, size=2.0 * mm * k * n, params=params(m=mm, k=k, n=n, hidden=h),
+                        measure=_measure(device, dtype, mm, k, n, budget, clock)))
+    return out
+
+
+def _measure(device, dtype, m, k, n, budget, clock):
+    def run():
+        import torch
+
+        if device == "cuda" and dtype in ("tf32", "fp32"):
+            torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        if dtype == "fp8":
+            a = torch.randn(m, k, device=device).to(torch.float8_e4m3fn)
+            b = torch.randn(n, k, device=device).to(torch.float8_e4m3fn).t()  # column-major B
+            one = torch.ones((), device=device)
+            return median_time(lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16), clock, budget)
+        dt = torch_dtype(dtype)
+        a = torch.randn(m, k, device=device, dtype=dt)
+        count = max(2, -(-ROTATION_BYTES[device] // (k * n * a.element_size())))
+        weights = [torch.randn(k, n, device=device, dtype=dt) for _ in range(count)]
+        turn = iter(range(1 << 62))
+        return median_time(lambda: torch.mm(a, weights[next(turn) % count]), clock, budget)
+
+    return run

@@ -1,0 +1,60 @@
+"""Fixed costs: one dispatched operation, and one engine iteration of an eager decoder.
+
+The iteration benchmark runs the probe's static engine (Llama-style layers, KV cache,
+sampling, the host reading back the sampled tokens) at batch 1 and negligible width, for
+1, 2, 4 and 8 layers: at that width every operation costs only its dispatch, so the time
+is ``per_iteration + layers · ops_per_layer · per_op`` and a line through the points
+gives both (calibrate.fit.overhead_fit). The single tiny ``add`` is kept as a cross-check:
+it is the floor of dispatch without any Python around it.
+"""
+
+from __future__ import annotations
+
+from calibrate.suites import Spec, params
+from calibrate.timing import Budget, Clock, median_time
+
+LAYERS = (1, 2, 4, 8)
+
+
+def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
+    from calibrate.probe.opcount import op_count
+
+    per_layer = op_count("decode").per_layer
+    out = [Spec(key="overhead/kernel", suite="overhead", op="kernel", dtype="fp32", size=1.0,
+                params=params(op="add_"), measure=_kernel(device, budget, clock))]
+    for layers in LAYERS:
+        out.append(Spec(key=f"overhead/decode_iteration/layers={layers}", suite="overhead",
+                        op="decode_iteration", dtype="fp32", size=float(layers),
+                        params=params(layers=layers, ops_per_layer=per_layer),
+                        measure=_iteration(device, layers, budget, clock)))
+    return out
+
+
+def _kernel(device, budget, clock):
+    def run():
+        import torch
+
+        x = torch.zeros(8, device=device)
+        return median_time(lambda: x.add_(1.0), clock, budget)
+
+    return run
+
+
+def _iteration(device, layers, budget, clock):
+    def run():
+        import torch
+
+        from calibrate.probe.engine import StaticEngine
+        from calibrate.probe.model import Decoder, DecoderConfig
+
+        cfg = DecoderConfig(hidden=32, layers=layers, heads=2, kv_heads=1, intermediate=64, vocab=64,
+                            max_positions=4096, name="overhead")
+        model = Decoder(cfg).to(device)
+        gen = torch.Generator(device="cpu").manual_seed(0)
+        prompts = torch.zeros(1, 4, dtype=torch.long, device=device)
+        engine = StaticEngine(model, prompts, [4000], gen)
+        with torch.no_grad():
+            engine.start()
+            return median_time(engine.step, clock, budget)
+
+    return run

@@ -1,0 +1,137 @@
+"""``twin validate --probe``: run the probe loop here, predict it with the twin, compare.
+
+One profile (calibrated on this machine) serves every configuration; nothing is tuned per
+configuration. A configuration passes when its step time is within ``STEP_TOLERANCE`` and
+every phase within ``PHASE_TOLERANCE`` of the measurement (relative error of the median
+over the measured steps). The exit code is 1 when any configuration fails, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from calibrate.probe.loop import PHASES, ProbeConfig, run_probe
+from calibrate.probe.model import DecoderConfig
+
+STEP_TOLERANCE = 0.15
+PHASE_TOLERANCE = 0.25
+
+# Sized for a 2-core CPU: each runs in a few seconds. They differ in model size and shape,
+# batch, response lengths and engine kind.
+DEFAULT_CONFIGS = (
+    ProbeConfig("small-static", DecoderConfig(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=352,
+                                              vocab=512, name="probe-small"),
+                prompts=4, group=4, prompt_len=32, response_min=16, response_max=64, engine="static",
+                reward_workers=4, reward_latency_s=0.02, steps=3),
+    ProbeConfig("medium-continuous", DecoderConfig(hidden=256, layers=4, heads=4, kv_heads=2, intermediate=704,
+                                                   vocab=1024, name="probe-medium"),
+                prompts=8, group=4, prompt_len=32, response_min=16, response_max=96, engine="continuous",
+                slots=16, reward_workers=4, reward_latency_s=0.02, steps=3),
+    ProbeConfig("wide-static-long", DecoderConfig(hidden=384, layers=3, heads=6, kv_heads=2, intermediate=1024,
+                                                  vocab=1024, name="probe-wide"),
+                prompts=4, group=2, prompt_len=64, response_min=64, response_max=160, engine="static",
+                reward_workers=2, reward_latency_s=0.03, steps=3),
+    ProbeConfig("deep-continuous", DecoderConfig(hidden=192, layers=8, heads=6, kv_heads=3, intermediate=512,
+                                                 vocab=768, name="probe-deep"),
+                prompts=6, group=4, prompt_len=24, response_min=8, response_max=80, engine="continuous",
+                slots=8, reward_workers=6, reward_latency_s=0.01, steps=3),
+)
+
+
+@dataclass
+class Comparison:
+    """Predicted and measured seconds of one configuration, per phase and for the step."""
+
+    config: str
+    predicted: dict[str, float]
+    measured: dict[str, float]
+    failures: list[str] = field(default_factory=list)
+
+    def error(self, key: str) -> float:
+        return (self.predicted[key] - self.measured[key]) / self.measured[key]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def compare(name: str, predicted: dict[str, float], measured: dict[str, float]) -> Comparison:
+    cmp = Comparison(name, predicted, measured)
+    for key in (*PHASES, "step"):
+        tol = STEP_TOLERANCE if key == "step" else PHASE_TOLERANCE
+        if abs(cmp.error(key)) > tol:
+            cmp.failures.append(f"{key} {cmp.error(key):+.0%} (tolerance ±{tol:.0%})")
+    return cmp
+
+
+def run(profile_path: Path, configs=DEFAULT_CONFIGS, progress=None) -> list[Comparison]:
+    """Run each configuration, predict it from ``profile_path``, compare."""
+    from calibrate.predict import predict_median
+
+    out = []
+    for cfg in configs:
+        result = run_probe(cfg, progress)
+        measured = {p: result.median(p) for p in (*PHASES, "step")}
+        predicted = predict_median(cfg, Path(profile_path), [s.targets for s in result.steps])
+        out.append(compare(cfg.name, predicted, measured))
+    return out
+
+
+def render(comparisons: list[Comparison]) -> str:
+    lines = [f"{'configuration':20s} {'phase':13s} {'predicted s':>12s} {'measured s':>11s} {'error':>7s}"]
+    for c in comparisons:
+        for key in (*PHASES, "step"):
+            lines.append(f"{c.config:20s} {key:13s} {c.predicted[key]:12.4f} {c.measured[key]:11.4f} "
+                         f"{c.error(key):+7.1%}")
+        lines.append(f"{'':20s} {'-> ' + ('within tolerance' if c.ok else 'MISS: ' + '; '.join(c.failures))}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``twin validate --probe`` and ``python -m calibrate.validate_probe``."""
+    p = argparse.ArgumentParser(prog="twin validate --probe", description=(
+        "Run the probe RL loop on this machine's CPU for several configurations, predict each with the twin "
+        "from a profile calibrated here, print predicted vs measured per phase. Exit 1 when a configuration "
+        f"misses (step ±{STEP_TOLERANCE:.0%}, phase ±{PHASE_TOLERANCE:.0%})."))
+    p.add_argument("--profile", type=Path, default=None,
+                   help="a profile calibrated on this machine (default: run `python -m calibrate --device cpu "
+                        "--quick` first into a temporary folder)")
+    p.add_argument("--only", default=None, help="comma-separated configuration names")
+    p.add_argument("--json", dest="json_path", type=Path, default=None, help="also write the comparison as JSON")
+    args = p.parse_args(argv)
+    configs = DEFAULT_CONFIGS
+    if args.only:
+        names = [n.strip() for n in args.only.split(",")]
+        unknown = [n for n in names if n not in {c.name for c in DEFAULT_CONFIGS}]
+        if unknown:
+            print(f"validate --probe: error: unknown configuration {unknown[0]!r}; allowed: "
+                  + ", ".join(c.name for c in DEFAULT_CONFIGS), file=sys.stderr)
+            return 2
+        configs = tuple(c for c in DEFAULT_CONFIGS if c.name in names)
+    if args.profile is not None and not args.profile.is_file():
+        print(f"validate --probe: error: profile not found: {args.profile}", file=sys.stderr)
+        return 2
+    progress = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = args.profile
+        if profile is None:
+            from calibrate.cli import main as calibrate_main
+
+            profile = Path(tmp) / "cpu.yaml"
+            code = calibrate_main(["--device", "cpu", "--quick", "--out", str(profile)])
+            if code:
+                return code
+        comparisons = run(profile, configs, progress)
+    print(render(comparisons))
+    if args.json_path:
+        args.json_path.write_text(json.dumps([c.__dict__ for c in comparisons], indent=2) + "\n")
+    return 0 if all(c.ok for c in comparisons) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

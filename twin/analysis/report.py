@@ -1,0 +1,75 @@
+"""A simulation result → the JSON report of the DESIGN contract (plain, sorted, rounded data).
+
+Rounding to a fixed number of significant digits keeps the report byte-identical across
+platforms for the same scenario and seed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from twin.analysis import metrics
+from twin.check import resolved_dict
+from twin.cost.memory import GiB, memory_report
+from twin.sim.result import SimResult
+
+
+def _r(x: float, digits: int = 6) -> float:
+    if x == 0 or not math.isfinite(x):
+        return 0.0 if x == 0 else x
+    return float(f"{x:.{digits}g}")
+
+
+def _rd(d: dict[str, float]) -> dict[str, float]:
+    return {k: _r(v) for k, v in d.items()}
+
+
+def bottleneck_table(result: SimResult, util: dict[str, float]) -> list[dict[str, Any]]:
+    """Links ranked by their share of the critical path, with the utilisation behind them.
+
+    A link *binds* when it holds the trainer up (critical-path share); it is *saturated*
+    when its resource is also busy nearly all the time (``metrics.SATURATED``).
+    """
+    shares = metrics.critical_path_share(result)
+    link_util = metrics.link_utilization(result, util)
+    rows = []
+    for link, share in shares.items():
+        u = link_util.get(link)
+        rows.append({
+            "link": link,
+            "critical_path_share": _r(share),
+            "utilization": _r(u) if u is not None else None,
+            "binds": bool(share >= 0.05),
+            "saturated": bool(u is not None and u >= metrics.SATURATED and share >= 0.05),
+        })
+    return rows
+
+
+def build_report(result: SimResult) -> dict[str, Any]:
+    util = metrics.utilization(result)
+    memory = {
+        m.role: {"used_gib": _r(m.used_bytes / GiB), "capacity_gib": _r(m.capacity_bytes / GiB),
+                 "headroom_gib": _r(m.headroom_bytes / GiB), "fits": m.fits}
+        for m in memory_report(result.scenario)
+    }
+    return {
+        "step_time_s": _r(metrics.step_time(result)),
+        "breakdown": _rd(metrics.breakdown(result)),
+        "utilization": _rd({k: v for k, v in util.items() if not k.startswith("rollout/engine-")}),
+        "rollout_engine_utilization": _rd(metrics.engine_spread(util)),
+        "throughput": _rd(metrics.throughput(result)),
+        "bottleneck": bottleneck_table(result, util),
+        "critical_path_share": _rd(metrics.critical_path_share(result)),
+        "memory": memory,
+        "steps": [
+            {"step": r.step, "start_s": _r(r.start), "end_s": _r(r.end), "trajectories": r.trajectories,
+             "max_staleness": r.max_staleness, "phases": _rd(r.phases)}
+            for r in result.steps
+        ],
+        "counters": _rd(result.counters),
+        "dropped": dict(sorted(result.dropped.items())),
+        "gpus": dict(result.gpus),
+        "simulated_s": _r(result.wall_s),
+        "scenario": resolved_dict(result.scenario),
+    }

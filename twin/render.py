@@ -1,0 +1,61 @@
+"""Plain-text rendering of a run report for people (``twin run``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+BAR = 30
+
+
+def _bar(fraction: float) -> str:
+    n = max(0, min(BAR, round(fraction * BAR)))
+    return "█" * n + "·" * (BAR - n)
+
+
+def verdict_line(report: dict[str, Any]) -> str:
+    rows = report["bottleneck"]
+    if not rows:
+        return "No link held the trainer up."
+    top = rows[0]
+    share = top["critical_path_share"] * 100
+    util = top["utilization"]
+    util_text = f"{util * 100:.0f}% utilised" if util is not None else "no resource of its own"
+    state = ("binds and is saturated: more of it buys experience" if top["saturated"]
+             else "binds but is not saturated: waiting, not working, holds the step")
+    return f"{top['link']} {state} — {share:.0f}% of the critical path, {util_text}."
+
+
+def render_run(report: dict[str, Any]) -> str:
+    sc = report["scenario"]
+    c, p, a = sc["cluster"], sc["placement"], sc["algorithm"]
+    th = report["throughput"]
+    lines = [
+        f"Scenario {sc['name']}: {p['mode']}, {c['nodes']}×{c['gpus_per_node']} {c['gpu'].split(' ')[0]}, "
+        f"{sc['model']['name']}, {a['prompts_per_step']}×{a['responses_per_prompt']} trajectories per step, "
+        f"{len(report['steps'])} steps ({report['simulated_s'] / 3600:.2f} h simulated)",
+        "",
+        f"Step time {report['step_time_s']:.1f} s   {th['tokens_per_s']:,.0f} tokens/s "
+        f"({th['tokens_per_s_per_gpu']:,.0f} per GPU)   {th['trajectories_per_hour']:,.0f} trajectories/h",
+        "",
+        "Where a step goes (mean seconds per step)",
+    ]
+    step = report["step_time_s"] or 1.0
+    for phase, sec in sorted(report["breakdown"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {phase:14s} {sec:10.2f}  {_bar(sec / step)}")
+    lines += ["", f"  {'link':14s} {'critical path':>13s} {'utilisation':>12s}"]
+    for row in report["bottleneck"]:
+        util = f"{row['utilization'] * 100:11.0f}%" if row["utilization"] is not None else f"{'—':>12s}"
+        flag = "  saturated" if row["saturated"] else ("  binds" if row["binds"] else "")
+        lines.append(f"  {row['link']:14s} {row['critical_path_share'] * 100:12.0f}% {util}{flag}")
+    spread = report.get("rollout_engine_utilization")
+    if spread:
+        lines.append(f"  (rollout engines: {spread['min'] * 100:.0f}–{spread['max'] * 100:.0f}% busy, "
+                     f"mean {spread['mean'] * 100:.0f}%)")
+    counters = report["counters"]
+    if counters.get("preemptions"):
+        lines.append(f"  KV cache full: {counters['preemptions']:,.0f} preemptions, "
+                     f"{counters['wasted_tokens']:,.0f} tokens recomputed")
+    for reason, count in report["dropped"].items():
+        lines.append(f"  dropped {count:,} trajectories: {reason}")
+    lines += ["", "Verdict: " + verdict_line(report)]
+    return "\n".join(lines)

@@ -1,0 +1,173 @@
+"""The RL loop end to end: one trainer process in SimPy driving the experience producer.
+
+Deployment modes map onto one producer with three knobs (see :mod:`twin.sim.producer`):
+
+=============  ===========  ==========  ====================================================
+mode           staleness    admission   weight update reaches the engines
+=============  ===========  ==========  ====================================================
+colocated      0            batchwise   after the step, with the engine's sleep/wake switch
+disaggregated  0 … k        batchwise   between batches (sync at 0; k-step-off above)
+async          0 … η        streaming   interrupting generation (partial rollout) or
+                                        once the engines drain
+=============  ===========  ==========  ====================================================
+
+Every step the trainer waits for its groups, runs the learner phases (old log-probs,
+reference, critic, update) on the trainer GPUs, pushes weights, and records what it waited
+on: the chain of links that made up the step's wall time (the critical path).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import simpy
+
+from twin.config.scenario import Scenario
+from twin.cost.phases import learner_phases, optimizer_time, switch_time
+from twin.cost.weight_sync import weight_sync_cost
+from twin.sim.producer import Producer, Ready
+from twin.sim.result import PHASE_LINK, SimResult, StepRecord
+from twin.sim.timeline import Timeline
+
+Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
+
+
+def simulate(scenario: Scenario, progress: Progress | None = None) -> SimResult:
+    """Simulate ``scenario.run.steps`` optimizer steps; deterministic for a scenario + seed."""
+    return _Loop(scenario, progress).run()
+
+
+class _Loop:
+    def __init__(self, scenario: Scenario, progress: Progress | None) -> None:
+        self.s, self.progress = scenario, progress
+        mode, a = scenario.placement.mode, scenario.algorithm
+        self.rng = np.random.default_rng(scenario.run.seed)
+        self.timeline = Timeline()
+        self.sync = weight_sync_cost(scenario)
+        self.switch_s = switch_time(scenario) if mode == "colocated" else 0.0
+        # The least time from "batch ready" to "new weights at the engines": the producer's
+        # windows stay below it so a batch found ready inside a window cannot be late.
+        safe = self.sync.total_s + optimizer_time(scenario) + 2 * self.switch_s
+        streaming = mode == "async"
+        pipelined = a.staleness > 0 or streaming
+        self.producer = Producer(
+            scenario, self.timeline, self.rng,
+            staleness=a.staleness,
+            batchwise=not streaming,
+            partial=streaming and a.partial_rollout,
+            safe_window_s=safe if pipelined else math.inf,
+        )
+        self.timeline.resource("trainer/pool", 1.0)
+        self.timeline.resource("link/weight-sync", 1.0)
+        self.steps: list[StepRecord] = []
+        self.env = simpy.Environment()
+
+    def run(self) -> SimResult:
+        self.env.process(self._trainer())
+        self.env.run()
+        self.producer.account_leftovers()
+        self.producer.flush_spans()
+        return self._result()
+
+    # ------------------------------------------------------------------ the trainer
+    def _trainer(self):
+        s, env, prod = self.s, self.env, self.producer
+        ev = s.evaluation
+        prev_end = 0.0
+        for step in range(s.run.steps):
+            rec = StepRecord(step=step, start=prev_end, end=prev_end)
+            if ev.every_steps and step % ev.every_steps == 0 and ev.prompts:
+                self._evaluate(rec)
+            ready = prod.take(step)
+            if ready.time > env.now:
+                yield env.timeout(ready.time - env.now)
+            self._attribute_wait(rec, ready, max(prev_end, rec.end))
+            t = env.now
+            seqs = prod.t.context[ready.trajectories]
+            phases = learner_phases(s, seqs)
+            if self.switch_s:
+                t = self._span(rec, "trainer/pool", "switch", t, self.switch_s)
+            for phase, sec in phases.items():
+                t = self._span(rec, "trainer/pool", phase, t, sec)
+            t = self._span(rec, "link/weight-sync", "weight_sync", t, self.sync.total_s)
+            if self.switch_s:
+                t = self._span(rec, "trainer/pool", "switch", t, self.switch_s)
+            yield env.timeout(t - env.now)
+            prod.weights_ready(env.now, step + 1)
+            rec.end = env.now
+            rec.trajectories = len(ready.trajectories)
+            rec.tokens = float(seqs.sum())
+            rec.generated_tokens = float(prod.t.generated[ready.trajectories].sum())
+            rec.max_staleness = int(step - prod.g.version[ready.groups].min()) if len(ready.groups) else 0
+            self.steps.append(rec)
+            prev_end = rec.end
+            if self.progress:
+                self.progress(step + 1, s.run.steps, env.now)
+
+    def _span(self, rec: StepRecord, resource: str, phase: str, t: float, sec: float) -> float:
+        self.timeline.add(resource, phase, t, t + sec, rec.step)
+        rec.phases[phase] = rec.phases.get(phase, 0.0) + sec
+        rec.critical.append((_link(phase), sec))
+        return t + sec
+
+    def _evaluate(self, rec: StepRecord) -> None:
+        """Periodic evaluation on the rollout engines. In synchronous modes it runs before the
+        step's rollout and holds it up (verl validates before training); with staleness it
+        competes with rollout for the engines."""
+        ev, prod = self.s.evaluation, self.producer
+        start = prod.clock
+        prod.submit_evaluation(ev.prompts, ev.samples_per_prompt)
+        if self.s.algorithm.staleness == 0 and self.s.placement.mode != "async":
+            prod.advance_to(math.inf)
+            sec = max(0.0, prod.eval_end - max(start, rec.start))
+            rec.phases["evaluation"] = sec
+            rec.critical.append(("evaluation", sec))
+            rec.end = max(rec.end, prod.eval_end)
+
+    def _attribute_wait(self, rec: StepRecord, ready: Ready, since: float) -> None:
+        """Split the trainer's wait for data among the links of the trajectory that came last:
+        its reward tail after generation, its tool calls, and its generation."""
+        wait = ready.time - since
+        if wait <= 0:
+            return
+        t = self.producer.t
+        last = ready.last
+        reward = min(wait, max(0.0, t.reward_end[last] - max(t.gen_end[last], since)))
+        tools = min(wait - reward, t.tool_s[last])
+        rollout = wait - reward - tools
+        rec.phases["generation"] = rec.phases.get("generation", 0.0) + rollout + tools
+        if reward:
+            rec.phases["reward"] = reward
+        for link, sec in (("rollout", rollout), ("tools", tools), ("reward", reward)):
+            if sec > 0:
+                rec.critical.append((link, sec))
+
+    # ------------------------------------------------------------------ result
+    def _result(self) -> SimResult:
+        s, prod = self.s, self.producer
+        p = s.placement
+        stats = prod.pool.stats()
+        counters = {
+            "trajectories_generated": float(prod.t.n),
+            "tokens_generated": float(stats.tokens_generated.sum()),
+            "preemptions": float(stats.preemptions.sum()),
+            "wasted_tokens": float(stats.wasted_tokens.sum()),
+            "padding_tokens": float(stats.padding_tokens.sum()),
+            "reward_busy_s": prod.reward.busy_s,
+            "weight_sync_s": self.sync.total_s,
+            "weight_sync_gather_convert_s": self.sync.gather_convert_s,
+            "weight_sync_wire_s": self.sync.wire_s,
+        }
+        gpus = {"rollout": p.rollout.gpus, "trainer": p.trainer.gpus}
+        if p.mode == "colocated":
+            gpus = {"shared": p.rollout.gpus}
+        if p.reward_model_gpus:
+            gpus["reward_model"] = p.reward_model_gpus
+        return SimResult(scenario=s, spans=self.timeline.freeze(), steps=self.steps, gpus=gpus,
+                         counters=counters, dropped=dict(prod.dropped))
+
+
+def _link(phase: str) -> str:
+    return PHASE_LINK.get(phase, phase)

@@ -1,0 +1,345 @@
+"""The experience producer: prompts → rollout engines → tools → reward → ready groups.
+
+A lazy actor: the trainer's process asks it to advance the world to a time, or until the
+next step's groups are ready, and tells it when new weights arrive. It drives the engine pool
+in windows (never per token, never per request as SimPy events):
+
+* a window never crosses a pending tool return (a multi-turn trajectory re-enters the engine
+  then) nor a weight update;
+* while the trainer waits for data, windows are at most ``safe_window_s`` long — the least
+  time a trainer step plus weight sync can take — so when the batch turns out to be ready
+  inside a window, the update it leads to still lies beyond everything simulated.
+
+Admission follows AReaL's staleness rule: groups for step ``b`` may start only once the
+rollout holds weights of version ``b − staleness``; submitted groups ≤ (version + staleness
++ 1) × prompts_per_step, plus one for each group DAPO's dynamic sampling filtered out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from twin.config.scenario import Scenario
+from twin.engine import EnginePool
+from twin.sim.reward import RewardService
+from twin.sim.timeline import Timeline
+from twin.sim.workload import sample_batch
+
+EVAL_ID_BASE = 1 << 40  # evaluation requests share the engines but not the groups
+
+
+class Growable:
+    """Named 1-D arrays that grow together (trajectory or group columns)."""
+
+    def __init__(self, **dtypes) -> None:
+        self.n = 0
+        self.cols = {k: np.zeros(64, dtype=d) for k, d in dtypes.items()}
+
+    def extend(self, count: int, **values) -> np.ndarray:
+        need = self.n + count
+        if need > len(next(iter(self.cols.values()))):
+            size = max(need, 2 * len(next(iter(self.cols.values()))))
+            for k, a in self.cols.items():
+                b = np.zeros(size, dtype=a.dtype)
+                b[: self.n] = a[: self.n]
+                self.cols[k] = b
+        idx = np.arange(self.n, need)
+        for k, v in values.items():
+            self.cols[k][idx] = v
+        self.n = need
+        return idx
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        cols = self.__dict__.get("cols", {})
+        if name in cols:
+            return cols[name]
+        raise AttributeError(name)
+
+
+@dataclass
+class Ready:
+    """Groups handed to the trainer for one step."""
+
+    time: float
+    groups: np.ndarray
+    trajectories: np.ndarray
+    last: int  # the trajectory whose reward completed the batch (for critical-path attribution)
+
+
+class Producer:
+    def __init__(self, scenario: Scenario, timeline: Timeline, rng: np.random.Generator,
+                 *, staleness: int, batchwise: bool, partial: bool, safe_window_s: float) -> None:
+        self.s, self.timeline, self.rng = scenario, timeline, rng
+        self.pool = EnginePool.from_scenario(scenario)
+        self.reward = RewardService(scenario, np.random.default_rng(rng.integers(2**63)))
+        self.staleness, self.batchwise, self.partial = staleness, batchwise, partial
+        self.safe_window_s = safe_window_s
+        self.clock = 0.0
+        self.version = 0           # weights the engines hold
+        self.pending_update: float | None = None   # a newer version waiting for a drain
+        self.pending_version = 0
+        self.submitted_groups = 0
+        self.filtered_done = 0
+        self.consumed_groups = 0
+        self.stale_groups = 0      # dropped for exceeding the staleness bound: replaced
+        mt = scenario.workload.multi_turn
+        self.tool_window = _lower_bound(mt.tool_latency_s) if mt else math.inf
+        self.t = Growable(group=np.int64, turn=np.int64, turn_end=np.int64, context=np.float64,
+                          generated=np.float64, version=np.int64, gen_end=np.float64,
+                          tool_s=np.float64, reward_end=np.float64, ok=np.bool_)
+        self.g = Growable(size=np.int64, done=np.int64, ready=np.float64, filtered=np.bool_,
+                          consumed=np.bool_, version=np.int64, last=np.int64)
+        self.turn_gen = np.zeros(0)
+        self.turn_tool = np.zeros(0)
+        self.turn_reply = np.zeros(0)
+        self.returns_t = np.zeros(0)   # pending tool returns, sorted by time
+        self.returns_id = np.zeros(0, np.int64)
+        self.dropped: dict[str, int] = {}
+        self.eval_pending = 0
+        self.eval_end = 0.0
+        units = scenario.placement.rollout.tp
+        for e in range(self.pool.engines):
+            timeline.resource(f"rollout/engine-{e}", 1.0)
+        timeline.resource(f"reward/{scenario.reward.kind}", float(self.reward.servers))
+        self._units = units
+
+    # ------------------------------------------------------------------ admission
+    def allowed_groups(self) -> int:
+        """Groups that may start now: the staleness quota, never beyond the run's last step."""
+        p = self.s.algorithm.prompts_per_step
+        quota = min(self.version + self.staleness + 1, self.s.run.steps) * p
+        return quota + self.filtered_done + self.stale_groups - self.submitted_groups
+
+    def fill(self) -> None:
+        """Submit as many new groups as the staleness bound allows, at the current clock."""
+        if self.pending_update is not None:
+            return  # draining for a weight update: no new work until the engines are empty
+        if self.batchwise and self._busy():
+            return
+        n = self.allowed_groups()
+        if self.batchwise:
+            n = min(n, self.s.algorithm.prompts_per_step)  # one batch at a time (verl one-step-off)
+        if n <= 0:
+            return
+        a = self.s.algorithm
+        batch = sample_batch(self.s, n, self.rng)
+        g0 = self.g.n
+        self.g.extend(n, size=a.responses_per_prompt, done=0, ready=math.inf,
+                      filtered=batch.filtered, consumed=False, version=self.version, last=-1)
+        t0 = self.t.n
+        turns = np.diff(batch.turn_start)
+        base = len(self.turn_gen)
+        self.turn_gen = np.r_[self.turn_gen, batch.gen]
+        self.turn_tool = np.r_[self.turn_tool, batch.tool_s]
+        self.turn_reply = np.r_[self.turn_reply, batch.reply]
+        ids = self.t.extend(batch.size, group=g0 + batch.group, turn=base + batch.turn_start[:-1],
+                            turn_end=base + batch.turn_start[1:], context=batch.prompt,
+                            generated=0.0, version=self.version, gen_end=math.inf, tool_s=0.0,
+                            reward_end=math.inf, ok=False)
+        assert ids[0] == t0 and turns.min() >= 1
+        self.submitted_groups += n
+        self._submit(ids, self.clock)
+
+    def submit_evaluation(self, prompts: int, samples: int) -> None:
+        """Evaluation rollouts: they take engine time, never reach the trainer."""
+        n = prompts * samples
+        if n == 0:
+            return
+        batch = sample_batch(self.s, prompts, self.rng, responses=samples)
+        ids = EVAL_ID_BASE + np.arange(n, dtype=np.int64) + self.eval_pending
+        gen = batch.generated()
+        self.pool.submit(ids, batch.prompt.astype(np.int64), gen.astype(np.int64), self.clock)
+        self.eval_pending += n
+
+    def _submit(self, ids: np.ndarray, at: float) -> None:
+        turn = self.t.turn[ids]
+        self.pool.submit(ids, np.maximum(self.t.context[ids], 1).astype(np.int64),
+                         self.turn_gen[turn].astype(np.int64), at)
+
+    def _busy(self) -> bool:
+        return bool(self.pool.outstanding().sum() > 0 or len(self.returns_t) > 0)
+
+    # ------------------------------------------------------------------ time
+    def advance_to(self, t: float) -> None:
+        """Simulate rollout, tools and reward up to time ``t`` (``inf``: until quiet)."""
+        while True:
+            until = t
+            if len(self.returns_t):
+                until = min(until, self.returns_t[0])
+            if self.pending_update is not None and self.pending_update > self.clock:
+                until = min(until, self.pending_update)
+            if self.tool_window < math.inf and self.pool.outstanding().sum() > 0:
+                # A turn that ends inside the window must not return inside it.
+                if self.tool_window > 0:
+                    until = min(until, self.clock + self.tool_window)
+                else:
+                    until = min(until, max(self.clock, self.pool.next_event_time()))
+            if until == math.inf and not self._busy():
+                break
+            events = self.pool.advance(until)
+            self._finished(events.ids, events.times)
+            self.clock = max(self.clock, until if until < math.inf else self.pool.now)
+            self._release_returns()
+            self._apply_update_if_due()
+            if self.clock >= t or (t == math.inf and not self._busy()):
+                break
+            self.fill()
+
+    def _release_returns(self) -> None:
+        due = self.returns_t <= self.clock
+        if due.any():
+            ids = self.returns_id[due]
+            self.returns_t, self.returns_id = self.returns_t[~due], self.returns_id[~due]
+            self._submit(ids, self.clock)
+
+    def _finished(self, ids: np.ndarray, times: np.ndarray) -> None:
+        if len(ids) == 0:
+            return
+        is_eval = ids >= EVAL_ID_BASE
+        if is_eval.any():
+            self.eval_pending -= int(is_eval.sum())
+            self.eval_end = max(self.eval_end, float(times[is_eval].max()))
+            ids, times = ids[~is_eval], times[~is_eval]
+        if len(ids) == 0:
+            return
+        t = self.t
+        turn = t.turn[ids]
+        t.generated[ids] += self.turn_gen[turn]
+        t.context[ids] += self.turn_gen[turn] + self.turn_reply[turn]
+        more = turn + 1 < t.turn_end[ids]
+        if more.any():  # tool calls: back to the engine after the tool's latency
+            mids = ids[more]
+            back = times[more] + self.turn_tool[turn[more]]
+            t.tool_s[mids] += self.turn_tool[turn[more]]
+            t.turn[mids] += 1
+            order = np.argsort(np.r_[self.returns_t, back], kind="stable")
+            self.returns_t = np.r_[self.returns_t, back][order]
+            self.returns_id = np.r_[self.returns_id, mids][order]
+        done_ids, done_t = ids[~more], times[~more]
+        if len(done_ids) == 0:
+            return
+        t.gen_end[done_ids] = done_t
+        start, end, ok = self.reward.score(done_t, t.context[done_ids])
+        self.timeline.add_many(f"reward/{self.s.reward.kind}", "reward", start, end)
+        t.reward_end[done_ids], t.ok[done_ids] = end, ok
+        self._group_progress(done_ids, end)
+
+    def _group_progress(self, ids: np.ndarray, end: np.ndarray) -> None:
+        g, t = self.g, self.t
+        groups = t.group[ids]
+        np.add.at(g.done, groups, 1)
+        for gid in np.unique(groups):
+            if g.done[gid] == g.size[gid]:
+                members = self._members(int(gid))
+                g.last[gid] = members[np.argmax(t.reward_end[members])]
+                g.ready[gid] = t.reward_end[g.last[gid]]
+                if g.filtered[gid]:
+                    self.filtered_done += 1
+                    self._drop("filtered: rewards without variance (DAPO)", int(g.size[gid]))
+
+    def _members(self, gid: int) -> np.ndarray:
+        """Trajectories of a group: groups are laid out contiguously, all of one size."""
+        size = self.s.algorithm.responses_per_prompt
+        return np.arange(gid * size, (gid + 1) * size)
+
+    def _drop(self, reason: str, count: int) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + int(count)
+
+    # ------------------------------------------------------------------ weights
+    def weights_ready(self, at: float, version: int) -> None:
+        """The trainer's version ``version`` reaches the rollout at time ``at``."""
+        self.pending_version = version
+        if self.partial:
+            self.advance_to(at)
+            events, dropped = self.pool.interrupt(at, keep=True)
+            self._finished(events.ids, events.times)
+            self.version = version
+            self.clock = max(self.clock, at)
+        else:
+            self.pending_update = at
+            self.advance_to(at)
+            self._apply_update_if_due()
+        self.fill()
+
+    def _apply_update_if_due(self) -> None:
+        """Without partial rollout the engines load new weights once drained (AReaL without
+        interruptible generation; verl's one-step-off between batches)."""
+        if self.pending_update is None or self.clock < self.pending_update:
+            return
+        if self.pool.outstanding().sum() == 0 and len(self.returns_t) == 0 and self.eval_pending == 0:
+            self.version = self.pending_version
+            self.pending_update = None
+
+    # ------------------------------------------------------------------ consumption
+    def take(self, step: int) -> Ready:
+        """Advance until ``prompts_per_step`` usable groups are ready; hand them over."""
+        need = self.s.algorithm.prompts_per_step
+        while True:
+            self.fill()
+            ready = self._usable()
+            if len(ready) >= need:
+                t_ready = float(np.sort(self.g.ready[ready])[need - 1])
+                if t_ready <= self.clock:
+                    chosen = ready[np.argsort(self.g.ready[ready], kind="stable")[:need]]
+                    # Long-tail groups can outlive the staleness bound: drop, don't train on them.
+                    stale = step - self.g.version[chosen] > self.staleness
+                    if not stale.any():
+                        break
+                    self.g.consumed[chosen[stale]] = True
+                    self.stale_groups += int(stale.sum())
+                    self._drop("staleness bound exceeded", int(self.g.size[chosen[stale]].sum()))
+                    continue
+                self.advance_to(min(t_ready, self.clock + self.safe_window_s))
+                continue
+            if not self._busy() and self.allowed_groups() <= 0 and self.pending_update is None:
+                raise RuntimeError("rollout stalled: no work allowed and not enough groups ready")
+            if self.safe_window_s == math.inf:
+                self.advance_to(math.inf)
+            else:
+                nxt = min(self.pool.next_event_time(), self.returns_t[0] if len(self.returns_t) else math.inf)
+                self.advance_to(max(self.clock, nxt) + self.safe_window_s)
+        self.g.consumed[chosen] = True
+        self.consumed_groups += need
+        members = np.concatenate([self._members(int(gid)) for gid in chosen])
+        failed = ~self.t.ok[members]
+        if failed.any():
+            self._drop("reward failed after retries", int(failed.sum()))
+        last_group = chosen[np.argmax(self.g.ready[chosen])]
+        return Ready(float(self.g.ready[chosen].max()), chosen, members[~failed], int(self.g.last[last_group]))
+
+    def _usable(self) -> np.ndarray:
+        g = self.g
+        n = g.n
+        return np.flatnonzero((g.done[:n] == g.size[:n]) & ~g.filtered[:n] & ~g.consumed[:n])
+
+    # ------------------------------------------------------------------ records
+    def account_leftovers(self) -> None:
+        """Trajectories the run made but never trained on (the tail of the last steps)."""
+        g = self.g
+        n = g.n
+        unused = ~g.consumed[:n] & ~(g.filtered[:n] & (g.done[:n] == g.size[:n]))
+        if unused.any():
+            self._drop("generated but not consumed before the run ended", int(g.size[:n][unused].sum()))
+
+    def flush_spans(self) -> None:
+        """Engine busy intervals into the timeline (once, at the end)."""
+        self.pool.advance(self.clock, settle=True)
+        spans = self.pool.spans()
+        for e in np.unique(spans.engines):
+            mask = spans.engines == e
+            self.timeline.add_many(f"rollout/engine-{e}", "generate", spans.starts[mask], spans.ends[mask])
+
+
+def _lower_bound(dist) -> float:
+    """A distribution's least possible value (its clip minimum, or its support's)."""
+    low = dist.min or 0.0
+    if dist.kind == "fixed":
+        return max(low, dist.value)
+    if dist.kind == "uniform":
+        return max(low, dist.low)
+    if dist.kind == "empirical":
+        return max(low, float(min(dist.table()[0])))
+    return low

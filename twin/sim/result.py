@@ -1,0 +1,56 @@
+"""What a simulation hands to analysis: spans, per-step records, counters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from twin.config.scenario import Scenario
+from twin.sim.timeline import Spans
+
+# The links of the RL loop, in loop order; phases map onto them for the verdict.
+LINKS = ("rollout", "tools", "reward", "optimization", "weight_sync", "switch", "evaluation")
+PHASE_LINK = {
+    "generation": "rollout",
+    "tools": "tools",
+    "reward": "reward",
+    "old_logprob": "optimization",
+    "reference": "optimization",
+    "critic": "optimization",
+    "update_actor": "optimization",
+    "weight_sync": "weight_sync",
+    "switch": "switch",
+    "evaluation": "evaluation",
+}
+
+
+@dataclass
+class StepRecord:
+    """One optimizer step as the trainer saw it.
+
+    ``critical`` is the chain of (link, seconds) that made up this step's wall time, from
+    the end of the previous step to the end of this one: what the step waited on.
+    """
+
+    step: int
+    start: float
+    end: float
+    phases: dict[str, float] = field(default_factory=dict)
+    critical: list[tuple[str, float]] = field(default_factory=list)
+    trajectories: int = 0
+    tokens: float = 0.0
+    generated_tokens: float = 0.0
+    max_staleness: int = 0
+
+
+@dataclass
+class SimResult:
+    scenario: Scenario
+    spans: Spans
+    steps: list[StepRecord]
+    gpus: dict[str, int]
+    counters: dict[str, float] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def wall_s(self) -> float:
+        return self.steps[-1].end - self.steps[0].start if self.steps else 0.0
