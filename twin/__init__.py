@@ -1,11 +1,24 @@
 """rltwin: a simulation-based digital twin of LLM reinforcement-learning training systems.
 
-The simulator's import path never imports torch: only ``calibrate`` needs it.
+    >>> import twin
+    >>> report = twin.simulate("grpo-7b-colocated", run__steps=3)
+    >>> report.binding_link, report.step_time_s
+
+The simulator's import path never imports torch: only ``calibrate`` needs it. The
+simulation (Numba, SimPy) loads on first use, so ``import twin`` stays fast.
 """
 
 from twin.config.load import load_scenario
 from twin.config.scenario import Scenario
 from twin.errors import InputError
 
-__all__ = ["InputError", "Scenario", "load_scenario"]
+__all__ = ["InputError", "Report", "Scenario", "load_scenario", "simulate"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    if name in ("simulate", "Report"):
+        from twin import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'twin' has no attribute {name!r}")

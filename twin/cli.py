@@ -63,10 +63,17 @@ def _parser() -> argparse.ArgumentParser:
     scenario_args(run)
     run.add_argument("--trace", metavar="PATH", help="write a Chrome trace (open in Perfetto)")
     sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles")
+    sub.add_parser("calibrate", add_help=False,
+                   help="measure this CPU or GPU into a hardware profile (twin calibrate --help)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["calibrate"]:  # the calibrate package owns its options (python -m calibrate)
+        from calibrate.cli import main as calibrate_main
+
+        return calibrate_main(argv[1:])
     parser = _parser()
     args = parser.parse_args(argv)
     try:

@@ -52,6 +52,9 @@ def ring_steps(op: Collective, n: int) -> int:
             "broadcast": n - 1, "p2p": 1}[op]
 
 
+_TOPOLOGIES: dict[int, "Topology"] = {}
+
+
 @dataclass(frozen=True)
 class Topology:
     """The cluster as a graph; GPUs are numbered node-major (node i holds i·g .. i·g+g−1)."""
@@ -90,11 +93,21 @@ class Topology:
         return sum(self.graph.edges[u, v]["latency"] for u, v in zip(path, path[1:]))
 
     def node_egress(self, gpus: list[int]) -> float:
-        """Bytes/s the given GPUs of one node can push into the fabric together (max-flow)."""
-        g = self.graph.copy()
-        for gpu in gpus:
-            g.add_edge("source", gpu, capacity=float("inf"))
-        return nx.maximum_flow_value(g, "source", "fabric")
+        """Bytes/s the given GPUs of one node can push into the fabric together: a max-flow
+        on that node's part of the graph. Nodes are wired alike, so it is computed once per
+        set of local GPU indices."""
+        g = self.cluster.gpus_per_node
+        node = self.node_of(gpus[0])
+        local = tuple(sorted(gpu - node * g for gpu in gpus))
+        cache = self.__dict__.setdefault("_egress", {})
+        if local not in cache:
+            members = [*range(g), ("switch", 0), "fabric"]
+            members += [("nic", 0, k) for k in range(min(self.cluster.nics_per_node, g))]
+            sub = nx.Graph(self.graph.subgraph(members))
+            for gpu in local:
+                sub.add_edge("source", gpu, capacity=float("inf"))
+            cache[local] = nx.maximum_flow_value(sub, "source", "fabric")
+        return cache[local]
 
     def bus_bandwidth(self, gpus: list[int]) -> float:
         """Ring bus bandwidth of a group: the slower of intra-node ports and node egress."""
@@ -102,18 +115,12 @@ class Topology:
         for gpu in gpus:
             by_node[self.node_of(gpu)].append(gpu)
         rates = []
-        for members in by_node.values():
-            if len(members) > 1:
-                rates.append(self.path_bandwidth(members[0], members[1]))
+        shared = next((m for m in by_node.values() if len(m) > 1), None)
+        if shared:  # every intra-node port is alike: one path tells
+            rates.append(self.path_bandwidth(shared[0], shared[1]))
         if len(by_node) > 1:
-            rates.extend(self._egress_cached(tuple(sorted(m))) for m in by_node.values())
+            rates.extend(self.node_egress(m) for m in by_node.values())
         return min(rates) if rates else float("inf")
-
-    def _egress_cached(self, gpus: tuple[int, ...]) -> float:
-        cache = self.__dict__.setdefault("_egress", {})
-        if gpus not in cache:
-            cache[gpus] = self.node_egress(list(gpus))
-        return cache[gpus]
 
     def hop_latency(self, gpus: list[int]) -> float:
         nodes = {self.node_of(g) for g in gpus}
@@ -141,6 +148,16 @@ class Topology:
             return 0.0
         fixed, per_byte = self.collective_cost(op, gpus)
         return fixed + per_byte * nbytes
+
+    @staticmethod
+    def of(cluster: Cluster) -> "Topology":
+        """The topology of ``cluster``, built once per cluster object."""
+        hit = _TOPOLOGIES.get(id(cluster))
+        if hit is None or hit.cluster is not cluster:
+            hit = _TOPOLOGIES[id(cluster)] = Topology(cluster)
+            while len(_TOPOLOGIES) > 64:
+                _TOPOLOGIES.pop(next(iter(_TOPOLOGIES)))
+        return hit
 
     def gpus(self, first: int, count: int) -> list[int]:
         """``count`` consecutive GPUs starting at ``first`` (pools are laid out node-major)."""

@@ -82,7 +82,7 @@ def engine_costs(scenario: Scenario) -> EngineCosts:
     weights_s = weight_bytes / memory_rate(gpu, float(weight_bytes[-1]))
     comm_s = np.zeros_like(n)
     if tp > 1:
-        topo = Topology(scenario.cluster)
+        topo = Topology.of(scenario.cluster)
         fixed, per_byte = topo.collective_cost("all_reduce", topo.gpus(0, tp))
         # Megatron-style TP: two all-reduces of the hidden states per layer.
         hidden_bytes = n * arch.hidden_size * arch.bytes_per_param

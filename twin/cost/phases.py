@@ -77,7 +77,7 @@ def trainer_pass_time(scenario: Scenario, flops: float, passes_over_weights: flo
     compute = compute_time(flops / t.gpus, gpu, arch.dtype, per_call)
     if t.zero_stage < 3 or scenario.trainer_dp == 1:
         return compute
-    topo = Topology(scenario.cluster)
+    topo = Topology.of(scenario.cluster)
     comm = passes_over_weights * topo.collective_time(
         "all_gather", arch.weight_bytes / (t.tp * t.pp), topo.gpus(0, scenario.trainer_dp))
     return max(compute, comm)

@@ -62,7 +62,7 @@ def sync_method(scenario: Scenario) -> str:
 def weight_sync_cost(scenario: Scenario) -> WeightSyncCost:
     """Seconds to move one new set of weights from the trainer into every engine."""
     arch, ws, p = scenario.model, scenario.weight_sync, scenario.placement
-    topo = Topology(scenario.cluster)
+    topo = Topology.of(scenario.cluster)
     method = sync_method(scenario)
     w = arch.weight_bytes
     rate = ws.gather_convert_bytes_per_s or DEFAULT_CONVERT_RATE[method][0]

@@ -32,31 +32,29 @@ EVAL_ID_BASE = 1 << 40  # evaluation requests share the engines but not the grou
 
 
 class Growable:
-    """Named 1-D arrays that grow together (trajectory or group columns)."""
+    """Named 1-D arrays (attributes) that grow together: trajectory or group columns."""
 
     def __init__(self, **dtypes) -> None:
         self.n = 0
-        self.cols = {k: np.zeros(64, dtype=d) for k, d in dtypes.items()}
+        self._names = list(dtypes)
+        for name, dtype in dtypes.items():
+            setattr(self, name, np.zeros(64, dtype=dtype))
 
     def extend(self, count: int, **values) -> np.ndarray:
         need = self.n + count
-        if need > len(next(iter(self.cols.values()))):
-            size = max(need, 2 * len(next(iter(self.cols.values()))))
-            for k, a in self.cols.items():
-                b = np.zeros(size, dtype=a.dtype)
-                b[: self.n] = a[: self.n]
-                self.cols[k] = b
+        size = len(getattr(self, self._names[0]))
+        if need > size:
+            size = max(need, 2 * size)
+            for name in self._names:
+                old = getattr(self, name)
+                grown = np.zeros(size, dtype=old.dtype)
+                grown[: self.n] = old[: self.n]
+                setattr(self, name, grown)
         idx = np.arange(self.n, need)
-        for k, v in values.items():
-            self.cols[k][idx] = v
+        for name, value in values.items():
+            getattr(self, name)[idx] = value
         self.n = need
         return idx
-
-    def __getattr__(self, name: str) -> np.ndarray:
-        cols = self.__dict__.get("cols", {})
-        if name in cols:
-            return cols[name]
-        raise AttributeError(name)
 
 
 @dataclass
@@ -92,9 +90,7 @@ class Producer:
                           tool_s=np.float64, reward_end=np.float64, ok=np.bool_)
         self.g = Growable(size=np.int64, done=np.int64, ready=np.float64, filtered=np.bool_,
                           consumed=np.bool_, version=np.int64, last=np.int64)
-        self.turn_gen = np.zeros(0)
-        self.turn_tool = np.zeros(0)
-        self.turn_reply = np.zeros(0)
+        self.turns = Growable(gen=np.float64, tool=np.float64, reply=np.float64)
         self.returns_t = np.zeros(0)   # pending tool returns, sorted by time
         self.returns_id = np.zeros(0, np.int64)
         self.dropped: dict[str, int] = {}
@@ -131,10 +127,8 @@ class Producer:
                       filtered=batch.filtered, consumed=False, version=self.version, last=-1)
         t0 = self.t.n
         turns = np.diff(batch.turn_start)
-        base = len(self.turn_gen)
-        self.turn_gen = np.r_[self.turn_gen, batch.gen]
-        self.turn_tool = np.r_[self.turn_tool, batch.tool_s]
-        self.turn_reply = np.r_[self.turn_reply, batch.reply]
+        base = self.turns.n
+        self.turns.extend(len(batch.gen), gen=batch.gen, tool=batch.tool_s, reply=batch.reply)
         ids = self.t.extend(batch.size, group=g0 + batch.group, turn=base + batch.turn_start[:-1],
                             turn_end=base + batch.turn_start[1:], context=batch.prompt,
                             generated=0.0, version=self.version, gen_end=math.inf, tool_s=0.0,
@@ -157,7 +151,7 @@ class Producer:
     def _submit(self, ids: np.ndarray, at: float) -> None:
         turn = self.t.turn[ids]
         self.pool.submit(ids, np.maximum(self.t.context[ids], 1).astype(np.int64),
-                         self.turn_gen[turn].astype(np.int64), at)
+                         self.turns.gen[turn].astype(np.int64), at)
 
     def _busy(self) -> bool:
         return bool(self.pool.outstanding().sum() > 0 or len(self.returns_t) > 0)
@@ -207,13 +201,13 @@ class Producer:
             return
         t = self.t
         turn = t.turn[ids]
-        t.generated[ids] += self.turn_gen[turn]
-        t.context[ids] += self.turn_gen[turn] + self.turn_reply[turn]
+        t.generated[ids] += self.turns.gen[turn]
+        t.context[ids] += self.turns.gen[turn] + self.turns.reply[turn]
         more = turn + 1 < t.turn_end[ids]
         if more.any():  # tool calls: back to the engine after the tool's latency
             mids = ids[more]
-            back = times[more] + self.turn_tool[turn[more]]
-            t.tool_s[mids] += self.turn_tool[turn[more]]
+            back = times[more] + self.turns.tool[turn[more]]
+            t.tool_s[mids] += self.turns.tool[turn[more]]
             t.turn[mids] += 1
             order = np.argsort(np.r_[self.returns_t, back], kind="stable")
             self.returns_t = np.r_[self.returns_t, back][order]
@@ -231,14 +225,19 @@ class Producer:
         g, t = self.g, self.t
         groups = t.group[ids]
         np.add.at(g.done, groups, 1)
-        for gid in np.unique(groups):
-            if g.done[gid] == g.size[gid]:
-                members = self._members(int(gid))
-                g.last[gid] = members[np.argmax(t.reward_end[members])]
-                g.ready[gid] = t.reward_end[g.last[gid]]
-                if g.filtered[gid]:
-                    self.filtered_done += 1
-                    self._drop("filtered: rewards without variance (DAPO)", int(g.size[gid]))
+        touched = np.unique(groups)
+        complete = touched[g.done[touched] == g.size[touched]]
+        if len(complete) == 0:
+            return
+        members = complete[:, None] * self.s.algorithm.responses_per_prompt + np.arange(
+            self.s.algorithm.responses_per_prompt)
+        ends = t.reward_end[members]
+        g.last[complete] = members[np.arange(len(complete)), np.argmax(ends, axis=1)]
+        g.ready[complete] = ends.max(axis=1)
+        filtered = g.filtered[complete]
+        if filtered.any():
+            self.filtered_done += int(filtered.sum())
+            self._drop("filtered: rewards without variance (DAPO)", int(g.size[complete[filtered]].sum()))
 
     def _members(self, gid: int) -> np.ndarray:
         """Trajectories of a group: groups are laid out contiguously, all of one size."""

@@ -1,0 +1,78 @@
+"""Fitting on synthetic measurements whose answers are known."""
+
+import numpy as np
+import pytest
+
+from calibrate import fit
+
+
+def test_isotonic_pools_adjacent_violators():
+    assert fit.isotonic_increasing([1, 3, 2, 4]).tolist() == [1, 2.5, 2.5, 4]
+    assert fit.isotonic_increasing([3, 2, 1], [1, 1, 2]).tolist() == pytest.approx([1.75] * 3)
+
+
+def test_unimodal_keeps_a_rise_and_a_fall():
+    y = [1, 2, 5, 4, 4.5, 2, 1]
+    fitted = fit.unimodal(y)
+    peak = int(np.argmax(fitted))
+    assert np.all(np.diff(fitted[: peak + 1]) >= 0) and np.all(np.diff(fitted[peak:]) <= 0)
+    assert fitted.tolist() == pytest.approx([1, 2, 5, 4.25, 4.25, 2, 1])
+
+
+def test_efficiency_curve_recovers_a_known_saturating_law():
+    # rate = peak · s / (s + s_half): efficiency 0.5 at s_half, → 1 for large s.
+    peak, s_half = 2e11, 1e8
+    sizes = np.logspace(5, 12, 60)
+    rates = peak * sizes / (sizes + s_half)
+    points = fit.efficiency_curve(sizes, rates, peak, max_points=10, tolerance=0.01)
+    s, e = np.array(points).T
+    assert len(points) <= 10 and np.all(np.diff(s) > 0) and np.all(np.diff(e) >= 0)
+    truth = sizes / (sizes + s_half)
+    assert np.abs(fit.interp_log(s, e, sizes) - truth).max() < 0.05
+
+
+def test_efficiency_curve_caps_noise_above_peak_and_pools_duplicates():
+    sizes = [1e6, 1e6, 1.1e6, 1e9, 1e9]
+    rates = [10, 30, 20, 120, 100]  # 120 > peak 100: noise
+    points = fit.efficiency_curve(sizes, rates, peak=100)
+    assert points[0] == (pytest.approx(1.03e6, rel=0.01), 0.2)  # median of 0.1, 0.3, 0.2
+    assert points[-1][1] == 1.0
+    assert len(points) == 2
+
+
+def test_efficiency_curve_flattens_a_dip():
+    points = fit.efficiency_curve([1e6, 1e7, 1e8, 1e9], [50, 40, 80, 90], peak=100)
+    effs = [e for _, e in points]
+    assert effs == sorted(effs) and effs[0] == pytest.approx(0.45)
+
+
+def test_unimodal_memory_curve_shows_the_cache_cliff():
+    sizes = [3e4, 5e5, 8e6, 1.3e8, 5e8]
+    rates = [40e9, 176e9, 188e9, 42e9, 41e9]
+    points = fit.efficiency_curve(sizes, rates, 188e9, shape="unimodal")
+    effs = [e for _, e in points]
+    assert max(effs) == 1.0 and effs[-1] == pytest.approx(41 / 188, abs=0.01)  # the fit's tolerance
+
+
+def test_peak_is_the_best_rate():
+    assert fit.peak_rate([1.0, 3.0, 2.0]) == 3.0
+    with pytest.raises(ValueError):
+        fit.peak_rate([])
+
+
+def test_overhead_fit_recovers_intercept_and_per_op_cost():
+    layers = np.array([1, 2, 4, 8])
+    per_iter, per_op, ops = 70e-6, 1.5e-6, 66
+    t = per_iter + layers * ops * per_op
+    got_iter, got_op = fit.overhead_fit(layers, t, ops)
+    assert got_iter == pytest.approx(per_iter) and got_op == pytest.approx(per_op)
+
+
+def test_overhead_fit_clips_negative_intercepts():
+    assert fit.overhead_fit([1, 2], [1e-6, 3e-6], 10)[0] == 0.0
+
+
+def test_bus_factors_follow_nccl_tests():
+    assert fit.bus_factor("all_reduce", 8) == pytest.approx(1.75)
+    assert fit.bus_factor("all_gather", 4) == pytest.approx(0.75)
+    assert fit.bus_factor("broadcast", 2) == 1.0

@@ -1,0 +1,88 @@
+"""The probe: engines follow their schedules, the cache is exact, a tiny loop runs and is predicted."""
+
+import pytest
+
+from calibrate.probe.schedule import continuous_schedule, static_schedule
+
+torch = pytest.importorskip("torch")
+
+from calibrate.probe.engine import generate_continuous, generate_static  # noqa: E402
+from calibrate.probe.model import Decoder, DecoderConfig  # noqa: E402
+
+TINY = DecoderConfig(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=96, vocab=50, max_positions=64,
+                     name="tiny")
+
+
+def test_static_schedule_counts():
+    its = static_schedule(4, [3, 5])
+    assert [it.kind for it in its] == ["prefill"] + ["decode"] * 4
+    assert its[0].tokens == 8 and its[0].pairs == 2 * 4 * 5 / 2
+    assert [it.end for it in its[1:]] == [5, 6, 7, 8]
+
+
+def test_continuous_schedule_refills_slots():
+    its = continuous_schedule(2, [1, 3, 2], slots=2)
+    # the 1-token response ends at its prefill; the freed slot is refilled before the next decode
+    assert [(it.kind, it.seqs) for it in its] == [("prefill", 2), ("decode", 1), ("prefill", 1), ("decode", 2)]
+    assert sum(it.tokens for it in its if it.kind == "decode") == (3 - 1) + (2 - 1)
+
+
+@pytest.mark.parametrize("engine", ["static", "continuous"])
+def test_engines_run_their_schedules(engine):
+    model = Decoder(TINY).eval()
+    targets = [5, 3, 9, 1, 4, 7]
+    prompts = torch.randint(0, TINY.vocab, (len(targets), 6), generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(1)
+    if engine == "static":
+        out, expected = generate_static(model, prompts, targets, gen), static_schedule(6, targets)
+    else:
+        out, expected = generate_continuous(model, prompts, targets, 3, gen), continuous_schedule(6, targets, 3)
+    assert out.iterations == expected
+    assert [len(r) for r in out.responses] == targets
+
+
+def test_cached_decoding_matches_a_full_forward():
+    model = Decoder(TINY).eval()
+    seq = torch.randint(0, TINY.vocab, (2, 12), generator=torch.Generator().manual_seed(2))
+    p = 5
+    with torch.no_grad():
+        full = model(seq)
+        cache = model.new_cache(2, 16)
+        assert torch.allclose(model.prefill(seq[:, :p], cache, slice(0, 2)), full[:, p - 1], atol=1e-4)
+        logits = model.decode(seq[:, p], cache, slice(0, 2), torch.tensor([p, p]), p + 1, None)
+        assert torch.allclose(logits, full[:, p], atol=1e-4)
+        model.decode(seq[:1, p + 1], cache, slice(0, 1), torch.tensor([p + 1]), p + 2, None)  # row 0 only
+        start = torch.tensor([p + 2, p + 1])  # rows of different lengths: masked attention
+        mask = (torch.arange(p + 3)[None] <= start[:, None])[:, None, None]
+        logits = model.decode(torch.stack([seq[0, p + 2], seq[1, p + 1]]), cache, slice(0, 2), start, p + 3, mask)
+        assert torch.allclose(logits[0], full[0, p + 2], atol=1e-4)
+        assert torch.allclose(logits[1], full[1, p + 1], atol=1e-4)
+
+
+def test_op_counts_grow_by_layer():
+    from calibrate.probe.opcount import op_count
+
+    for kind in ("prefill", "decode", "score", "update"):
+        c = op_count(kind)
+        assert c.per_layer > 10 and c.fixed > 0
+    assert op_count("update").per_layer > 2 * op_count("score").per_layer  # backward adds more ops than forward
+
+
+@pytest.mark.e2e
+def test_a_tiny_probe_runs_and_the_twin_predicts_every_phase(tmp_path, target, synthetic_store):
+    from calibrate.predict import ProbePredictor
+    from calibrate.probe.loop import PHASES, ProbeConfig, run_probe
+    from calibrate.profile import device_profile, write_yaml
+
+    cfg = ProbeConfig("tiny", TINY, prompts=2, group=2, prompt_len=6, response_min=2, response_max=6,
+                      engine="continuous", slots=3, reward_workers=2, reward_latency_s=0.0, steps=1)
+    result = run_probe(cfg)
+    (step,) = result.steps
+    assert set(step.phases) == set(PHASES) and all(v > 0 for v in step.phases.values())
+    assert len(step.targets) == 4 and all(2 <= t <= 6 for t in step.targets)
+    path = tmp_path / "cpu.yaml"
+    write_yaml(path, device_profile(target, synthetic_store, "cmd", "cpu.csv"))
+    pred = ProbePredictor(cfg, path).step(step.targets)
+    assert set(pred.phases) == set(PHASES)
+    assert pred.phases["reward"] == 0.0 and pred.phases["generation"] > 0
+    assert pred.phases["old_logprob"] == pred.phases["reference"]

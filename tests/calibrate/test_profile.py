@@ -1,0 +1,56 @@
+"""Profiles from measurements: valid for the twin, round trip through YAML, drive the twin."""
+
+import pytest
+import yaml
+
+from calibrate import profile
+from calibrate.errors import CalibrationError
+from calibrate.store import Store
+
+def test_device_profile_has_known_figures_and_validates(tmp_path, target, synthetic_store):
+    data = profile.device_profile(target, synthetic_store, "python -m calibrate", "cpu.csv")
+    profile.validate(data)
+    assert data["kind"] == "cpu" and data["name"] == "cpu-test"
+    assert data["compute"]["peak_flops"]["fp32"] == pytest.approx(1e11 * 1e10 / (1e10 + 1e7), rel=1e-3)
+    assert data["compute"]["peak_flops"]["bf16"] == pytest.approx(4 * data["compute"]["peak_flops"]["fp32"], rel=1e-3)
+    assert data["memory"]["bandwidth_bytes_per_s"] == pytest.approx(1e11, rel=1e-3)
+    assert data["overhead"]["per_iteration_s"] == pytest.approx(70e-6, rel=1e-3)
+    assert data["overhead"]["per_kernel_s"] == pytest.approx(10e-6, rel=1e-3)
+    assert data["provenance"]["source"] == "calibrated" and "cpu.csv" in data["provenance"]["reference"]
+    effs = [e for _, e in data["compute"]["gemm_efficiency"]["points"]]
+    assert effs == sorted(effs) and max(effs) == pytest.approx(1.0, abs=0.01)  # within the fit tolerance
+
+
+def test_link_profile_from_collectives(tmp_path, target, synthetic_store):
+    (link,) = profile.link_profiles(target, synthetic_store, "cmd", "cpu.csv")
+    profile.validate(link)
+    assert link["name"] == "gloo-cpu-test-x2"
+    assert link["bandwidth_bytes_per_s"] == pytest.approx((4 << 20) / 1e-3, rel=1e-3)
+    assert link["latency_s"] == pytest.approx(1e-4 / 2, rel=1e-3)  # smallest all-reduce over 2 ring steps
+
+
+def test_missing_suites_are_a_clear_error(tmp_path, target, synthetic_store):
+    store = Store(tmp_path / "x.csv", target.device_name)
+    with pytest.raises(CalibrationError, match="matmul, memory, overhead"):
+        profile.device_profile(target, store, "cmd", "x.csv")
+
+
+def test_yaml_round_trip_and_the_profile_drives_the_twin(tmp_path, target, synthetic_store):
+    from twin.check import check_report
+    from twin.config.hardware import parse_profile
+    from twin.config.load import load_scenario
+    from twin.cost.engine import engine_costs
+
+    data = profile.device_profile(target, synthetic_store, "python -m calibrate", "cpu.csv")
+    path = tmp_path / "cpu-test.yaml"
+    profile.write_yaml(path, data)
+    loaded = yaml.safe_load(path.read_text())
+    assert loaded == data
+    assert parse_profile(loaded).overhead.per_kernel_s == pytest.approx(10e-6, rel=1e-3)
+    scenario = load_scenario("grpo-1.5b-async", [f"cluster.gpu={path.resolve()}"])
+    assert scenario.cluster.gpu.name == "cpu-test"
+    costs = engine_costs(scenario)
+    assert costs.overhead_s == pytest.approx(70e-6, rel=1e-3)
+    assert costs.decode_time(8, 8 * 1000) > 0
+    report = check_report(scenario)
+    assert report["scenario"]["cluster"]["gpu"] == "cpu-test (calibrated)"
