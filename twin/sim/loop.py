@@ -85,7 +85,7 @@ class _Loop:
                 yield env.timeout(ready.time - env.now)
             self._attribute_wait(rec, ready, max(prev_end, rec.end))
             t = env.now
-            seqs = prod.t.context[ready.trajectories]
+            seqs = ready.context
             phases = learner_phases(s, seqs)
             if self.switch_s:
                 t = self._span(rec, "trainer/pool", "switch", t, self.switch_s)
@@ -97,10 +97,10 @@ class _Loop:
             yield env.timeout(t - env.now)
             prod.weights_ready(env.now, step + 1)
             rec.end = env.now
-            rec.trajectories = len(ready.trajectories)
+            rec.trajectories = len(seqs)
             rec.tokens = float(seqs.sum())
-            rec.generated_tokens = float(prod.t.generated[ready.trajectories].sum())
-            rec.max_staleness = int(step - prod.g.version[ready.groups].min()) if len(ready.groups) else 0
+            rec.generated_tokens = float(ready.generated.sum())
+            rec.max_staleness = step - ready.min_version
             self.steps.append(rec)
             prev_end = rec.end
             if self.progress:
@@ -132,10 +132,8 @@ class _Loop:
         wait = ready.time - since
         if wait <= 0:
             return
-        t = self.producer.t
-        last = ready.last
-        reward = min(wait, max(0.0, t.reward_end[last] - max(t.gen_end[last], since)))
-        tools = min(wait - reward, t.tool_s[last])
+        reward = min(wait, max(0.0, ready.last_reward_end - max(ready.last_gen_end, since)))
+        tools = min(wait - reward, ready.last_tool_s)
         rollout = wait - reward - tools
         rec.phases["generation"] = rec.phases.get("generation", 0.0) + rollout + tools
         if reward:
@@ -150,7 +148,7 @@ class _Loop:
         p = s.placement
         stats = prod.pool.stats()
         counters = {
-            "trajectories_generated": float(prod.t.n),
+            "trajectories_generated": float(prod.t.total),
             "tokens_generated": float(stats.tokens_generated.sum()),
             "preemptions": float(stats.preemptions.sum()),
             "wasted_tokens": float(stats.wasted_tokens.sum()),

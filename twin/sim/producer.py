@@ -32,15 +32,26 @@ EVAL_ID_BASE = 1 << 40  # evaluation requests share the engines but not the grou
 
 
 class Growable:
-    """Named 1-D arrays (attributes) that grow together: trajectory or group columns."""
+    """Named 1-D columns (attributes) that grow together, with their oldest rows droppable.
+
+    Rows keep global indices: row ``i`` lives at ``i - base``. Dropping rows nobody will
+    read again keeps memory proportional to the work in flight, not to the run's length.
+    """
 
     def __init__(self, **dtypes) -> None:
-        self.n = 0
+        self.n = 0      # rows held
+        self.base = 0   # global index of the first row held
         self._names = list(dtypes)
         for name, dtype in dtypes.items():
             setattr(self, name, np.zeros(64, dtype=dtype))
 
+    @property
+    def total(self) -> int:
+        """Global index of the next row."""
+        return self.base + self.n
+
     def extend(self, count: int, **values) -> np.ndarray:
+        """Append ``count`` rows; returns their global indices."""
         need = self.n + count
         size = len(getattr(self, self._names[0]))
         if need > size:
@@ -50,21 +61,35 @@ class Growable:
                 grown = np.zeros(size, dtype=old.dtype)
                 grown[: self.n] = old[: self.n]
                 setattr(self, name, grown)
-        idx = np.arange(self.n, need)
+        local = np.arange(self.n, need)
         for name, value in values.items():
-            getattr(self, name)[idx] = value
+            getattr(self, name)[local] = value
         self.n = need
-        return idx
+        return local + self.base
+
+    def drop_before(self, index: int) -> None:
+        """Forget the rows with global index < ``index``."""
+        k = min(max(0, index - self.base), self.n)
+        if k == 0:
+            return
+        for name in self._names:
+            col = getattr(self, name)
+            col[: self.n - k] = col[k: self.n]
+        self.n -= k
+        self.base += k
 
 
 @dataclass
 class Ready:
-    """Groups handed to the trainer for one step."""
+    """One step's experience, handed to the trainer."""
 
-    time: float
-    groups: np.ndarray
-    trajectories: np.ndarray
-    last: int  # the trajectory whose reward completed the batch (for critical-path attribution)
+    time: float                 # when its last reward came in
+    context: np.ndarray         # tokens (prompt + generated + tool replies) per trajectory
+    generated: np.ndarray       # generated tokens per trajectory
+    min_version: int            # oldest policy version behind any of its groups
+    last_gen_end: float         # the trajectory that completed the batch: generation end,
+    last_reward_end: float      # reward end,
+    last_tool_s: float          # and time spent in tool calls
 
 
 class Producer:
@@ -122,18 +147,15 @@ class Producer:
             return
         a = self.s.algorithm
         batch = sample_batch(self.s, n, self.rng)
-        g0 = self.g.n
+        g0 = self.g.total
         self.g.extend(n, size=a.responses_per_prompt, done=0, ready=math.inf,
                       filtered=batch.filtered, consumed=False, version=self.version, last=-1)
-        t0 = self.t.n
-        turns = np.diff(batch.turn_start)
-        base = self.turns.n
+        first_turn = self.turns.total
         self.turns.extend(len(batch.gen), gen=batch.gen, tool=batch.tool_s, reply=batch.reply)
-        ids = self.t.extend(batch.size, group=g0 + batch.group, turn=base + batch.turn_start[:-1],
-                            turn_end=base + batch.turn_start[1:], context=batch.prompt,
+        ids = self.t.extend(batch.size, group=g0 + batch.group, turn=first_turn + batch.turn_start[:-1],
+                            turn_end=first_turn + batch.turn_start[1:], context=batch.prompt,
                             generated=0.0, version=self.version, gen_end=math.inf, tool_s=0.0,
                             reward_end=math.inf, ok=False)
-        assert ids[0] == t0 and turns.min() >= 1
         self.submitted_groups += n
         self._submit(ids, self.clock)
 
@@ -149,8 +171,9 @@ class Producer:
         self.eval_pending += n
 
     def _submit(self, ids: np.ndarray, at: float) -> None:
-        turn = self.t.turn[ids]
-        self.pool.submit(ids, np.maximum(self.t.context[ids], 1).astype(np.int64),
+        i = ids - self.t.base
+        turn = self.t.turn[i] - self.turns.base
+        self.pool.submit(ids, np.maximum(self.t.context[i], 1).astype(np.int64),
                          self.turns.gen[turn].astype(np.int64), at)
 
     def _busy(self) -> bool:
@@ -199,39 +222,40 @@ class Producer:
             ids, times = ids[~is_eval], times[~is_eval]
         if len(ids) == 0:
             return
-        t = self.t
-        turn = t.turn[ids]
-        t.generated[ids] += self.turns.gen[turn]
-        t.context[ids] += self.turns.gen[turn] + self.turns.reply[turn]
-        more = turn + 1 < t.turn_end[ids]
+        t, turns = self.t, self.turns
+        i = ids - t.base
+        turn = t.turn[i] - turns.base
+        t.generated[i] += turns.gen[turn]
+        t.context[i] += turns.gen[turn] + turns.reply[turn]
+        more = t.turn[i] + 1 < t.turn_end[i]
         if more.any():  # tool calls: back to the engine after the tool's latency
             mids = ids[more]
-            back = times[more] + self.turns.tool[turn[more]]
-            t.tool_s[mids] += self.turns.tool[turn[more]]
-            t.turn[mids] += 1
+            back = times[more] + turns.tool[turn[more]]
+            t.tool_s[i[more]] += turns.tool[turn[more]]
+            t.turn[i[more]] += 1
             order = np.argsort(np.r_[self.returns_t, back], kind="stable")
             self.returns_t = np.r_[self.returns_t, back][order]
             self.returns_id = np.r_[self.returns_id, mids][order]
         done_ids, done_t = ids[~more], times[~more]
         if len(done_ids) == 0:
             return
-        t.gen_end[done_ids] = done_t
-        start, end, ok = self.reward.score(done_t, t.context[done_ids])
+        d = done_ids - t.base
+        t.gen_end[d] = done_t
+        start, end, ok = self.reward.score(done_t, t.context[d])
         self.timeline.add_many(f"reward/{self.s.reward.kind}", "reward", start, end)
-        t.reward_end[done_ids], t.ok[done_ids] = end, ok
+        t.reward_end[d], t.ok[d] = end, ok
         self._group_progress(done_ids, end)
 
     def _group_progress(self, ids: np.ndarray, end: np.ndarray) -> None:
         g, t = self.g, self.t
-        groups = t.group[ids]
-        np.add.at(g.done, groups, 1)
-        touched = np.unique(groups)
-        complete = touched[g.done[touched] == g.size[touched]]
+        groups = t.group[ids - t.base]
+        np.add.at(g.done, groups - g.base, 1)
+        k = np.unique(groups) - g.base
+        complete = k[g.done[k] == g.size[k]]  # local group rows
         if len(complete) == 0:
             return
-        members = complete[:, None] * self.s.algorithm.responses_per_prompt + np.arange(
-            self.s.algorithm.responses_per_prompt)
-        ends = t.reward_end[members]
+        members = self._members(complete + g.base)
+        ends = t.reward_end[members - t.base]
         g.last[complete] = members[np.arange(len(complete)), np.argmax(ends, axis=1)]
         g.ready[complete] = ends.max(axis=1)
         filtered = g.filtered[complete]
@@ -239,10 +263,11 @@ class Producer:
             self.filtered_done += int(filtered.sum())
             self._drop("filtered: rewards without variance (DAPO)", int(g.size[complete[filtered]].sum()))
 
-    def _members(self, gid: int) -> np.ndarray:
-        """Trajectories of a group: groups are laid out contiguously, all of one size."""
+    def _members(self, groups: np.ndarray) -> np.ndarray:
+        """Global trajectory ids of groups, a row per group: groups are laid out
+        contiguously, all of one size."""
         size = self.s.algorithm.responses_per_prompt
-        return np.arange(gid * size, (gid + 1) * size)
+        return np.asarray(groups)[:, None] * size + np.arange(size)
 
     def _drop(self, reason: str, count: int) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + int(count)
@@ -276,20 +301,21 @@ class Producer:
     def take(self, step: int) -> Ready:
         """Advance until ``prompts_per_step`` usable groups are ready; hand them over."""
         need = self.s.algorithm.prompts_per_step
+        g, t = self.g, self.t
         while True:
             self.fill()
-            ready = self._usable()
+            ready = self._usable()  # local group rows
             if len(ready) >= need:
-                t_ready = float(np.sort(self.g.ready[ready])[need - 1])
+                t_ready = float(np.sort(g.ready[ready])[need - 1])
                 if t_ready <= self.clock:
-                    chosen = ready[np.argsort(self.g.ready[ready], kind="stable")[:need]]
+                    chosen = ready[np.argsort(g.ready[ready], kind="stable")[:need]]
                     # Long-tail groups can outlive the staleness bound: drop, don't train on them.
-                    stale = step - self.g.version[chosen] > self.staleness
+                    stale = step - g.version[chosen] > self.staleness
                     if not stale.any():
                         break
-                    self.g.consumed[chosen[stale]] = True
+                    g.consumed[chosen[stale]] = True
                     self.stale_groups += int(stale.sum())
-                    self._drop("staleness bound exceeded", int(self.g.size[chosen[stale]].sum()))
+                    self._drop("staleness bound exceeded", int(g.size[chosen[stale]].sum()))
                     continue
                 self.advance_to(min(t_ready, self.clock + self.safe_window_s))
                 continue
@@ -300,28 +326,55 @@ class Producer:
             else:
                 nxt = min(self.pool.next_event_time(), self.returns_t[0] if len(self.returns_t) else math.inf)
                 self.advance_to(max(self.clock, nxt) + self.safe_window_s)
-        self.g.consumed[chosen] = True
+        g.consumed[chosen] = True
         self.consumed_groups += need
-        members = np.concatenate([self._members(int(gid)) for gid in chosen])
-        failed = ~self.t.ok[members]
-        if failed.any():
-            self._drop("reward failed after retries", int(failed.sum()))
-        last_group = chosen[np.argmax(self.g.ready[chosen])]
-        return Ready(float(self.g.ready[chosen].max()), chosen, members[~failed], int(self.g.last[last_group]))
+        members = (self._members(chosen + g.base) - t.base).ravel()
+        ok = t.ok[members]
+        if not ok.all():
+            self._drop("reward failed after retries", int((~ok).sum()))
+        last = g.last[chosen[np.argmax(g.ready[chosen])]] - t.base
+        ready = Ready(
+            time=float(g.ready[chosen].max()),
+            context=t.context[members[ok]].copy(),
+            generated=t.generated[members[ok]].copy(),
+            min_version=int(g.version[chosen].min()),
+            last_gen_end=float(t.gen_end[last]),
+            last_reward_end=float(t.reward_end[last]),
+            last_tool_s=float(t.tool_s[last]),
+        )
+        self._forget_finished()
+        return ready
 
     def _usable(self) -> np.ndarray:
         g = self.g
         n = g.n
         return np.flatnonzero((g.done[:n] == g.size[:n]) & ~g.filtered[:n] & ~g.consumed[:n])
 
+    def _final(self) -> np.ndarray:
+        """Per group row: nothing will read it again (consumed, or filtered out and done)."""
+        g = self.g
+        n = g.n
+        return g.consumed[:n] | (g.filtered[:n] & (g.done[:n] == g.size[:n]))
+
+    def _forget_finished(self) -> None:
+        """Drop the oldest groups that are final, with their trajectories and turns, so memory
+        follows the work in flight."""
+        final = self._final()
+        k = len(final) if final.all() else int(np.argmin(final))
+        if k == 0:
+            return
+        first_group = self.g.base + k
+        self.g.drop_before(first_group)
+        self.t.drop_before(first_group * self.s.algorithm.responses_per_prompt)
+        self.turns.drop_before(int(self.t.turn[0]) if self.t.n else self.turns.total)
+
     # ------------------------------------------------------------------ records
     def account_leftovers(self) -> None:
         """Trajectories the run made but never trained on (the tail of the last steps)."""
-        g = self.g
-        n = g.n
-        unused = ~g.consumed[:n] & ~(g.filtered[:n] & (g.done[:n] == g.size[:n]))
+        unused = ~self._final()
         if unused.any():
-            self._drop("generated but not consumed before the run ended", int(g.size[:n][unused].sum()))
+            self._drop("generated but not consumed before the run ended",
+                       int(self.g.size[: self.g.n][unused].sum()))
 
     def flush_spans(self) -> None:
         """Engine busy intervals into the timeline (once, at the end)."""

@@ -3,6 +3,10 @@
 Actors append spans as they happen; analysis and exports read the frozen arrays. Names are
 interned so a million spans cost a few arrays of numbers, not a million tuples of strings.
 Resources are named ``role/unit`` (``rollout/engine-3``, ``trainer/pool``, ``reward/sandbox``).
+
+Busy time per resource is always exact; the spans themselves are kept up to
+``detail_limit`` (enough for a trace a viewer can open), so a 1,000-step run of a thousand
+GPUs stays within a bounded memory.
 """
 
 from __future__ import annotations
@@ -12,8 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 
 
+DETAIL_LIMIT = 1_000_000
+
+
 class Timeline:
-    def __init__(self) -> None:
+    def __init__(self, detail_limit: int = DETAIL_LIMIT) -> None:
+        self.detail_limit = detail_limit
+        self._kept = 0
+        self._busy: list[float] = []
         self._resources: dict[str, int] = {}
         self._activities: dict[str, int] = {}
         self._capacity: dict[str, float] = {}
@@ -25,6 +35,7 @@ class Timeline:
         if name not in self._resources:
             self._resources[name] = len(self._resources)
             self._capacity[name] = float(units)
+            self._busy.append(0.0)
         return self._resources[name]
 
     def _activity(self, name: str) -> int:
@@ -33,8 +44,13 @@ class Timeline:
     def add(self, resource: str, activity: str, start: float, end: float, step: int = -1) -> None:
         if end <= start:
             return
+        rid = self._resources[resource]
+        self._busy[rid] += end - start
+        if self._kept >= self.detail_limit:
+            return
+        self._kept += 1
         c = self._cols
-        c["resource"].append(self._resources[resource])
+        c["resource"].append(rid)
         c["activity"].append(self._activity(activity))
         c["start"].append(start)
         c["end"].append(end)
@@ -46,9 +62,16 @@ class Timeline:
         keep = end > start
         if not keep.any():
             return
-        steps = np.broadcast_to(np.asarray(step, dtype=np.int64), start.shape)[keep]
-        self._chunks.append((self._resources[resource], self._activity(activity),
-                             start[keep].astype(np.float64), end[keep].astype(np.float64), steps))
+        rid = self._resources[resource]
+        self._busy[rid] += float((end[keep] - start[keep]).sum())
+        room = self.detail_limit - self._kept
+        if room <= 0:
+            return
+        steps = np.broadcast_to(np.asarray(step, dtype=np.int64), start.shape)[keep][:room]
+        start, end = start[keep][:room], end[keep][:room]
+        self._kept += len(start)
+        self._chunks.append((rid, self._activity(activity), start.astype(np.float64),
+                             end.astype(np.float64), steps))
 
     def freeze(self) -> "Spans":
         c = self._cols
@@ -62,6 +85,8 @@ class Timeline:
         return Spans(
             resources=list(self._resources),
             capacity=[self._capacity[r] for r in self._resources],
+            busy=list(self._busy),
+            truncated=sum(self._busy) > 0 and self._kept >= self.detail_limit,
             activities=list(self._activities),
             resource=cols[0][order], activity=cols[1][order], start=cols[2][order],
             end=cols[3][order], step=cols[4][order],
@@ -72,6 +97,8 @@ class Timeline:
 class Spans:
     resources: list[str]
     capacity: list[float]
+    busy: list[float]          # exact busy unit-seconds per resource, spans kept or not
+    truncated: bool            # True when only the first ``detail_limit`` spans were kept
     activities: list[str]
     resource: np.ndarray
     activity: np.ndarray
@@ -88,5 +115,4 @@ class Spans:
 
     def busy_seconds(self) -> dict[str, float]:
         """Busy unit-seconds per resource (overlapping spans of a multi-unit pool add up)."""
-        sums = np.bincount(self.resource, weights=self.duration, minlength=len(self.resources))
-        return {name: float(sums[i]) for i, name in enumerate(self.resources)}
+        return dict(zip(self.resources, self.busy))

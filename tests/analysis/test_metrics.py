@@ -1,0 +1,35 @@
+import pytest
+
+from twin.analysis import metrics
+from twin.config.load import load_scenario
+from twin.sim.result import SimResult, StepRecord
+from twin.sim.timeline import Timeline
+
+
+def _result(mode="disaggregated"):
+    s = load_scenario({"model": "qwen3-4b", "placement": {"mode": mode}})
+    tl = Timeline()
+    tl.resource("rollout/engine-0")
+    tl.resource("trainer/pool")
+    tl.add("rollout/engine-0", "generate", 0.0, 6.0)
+    tl.add("trainer/pool", "update_actor", 6.0, 10.0)
+    steps = [StepRecord(0, 0.0, 10.0, {"generation": 6.0, "update_actor": 4.0},
+                        [("rollout", 6.0), ("optimization", 4.0)], trajectories=8, tokens=800.0)]
+    return SimResult(s, tl.freeze(), steps, {"rollout": 4, "trainer": 4})
+
+
+def test_utilisation_and_critical_path_of_a_hand_made_run():
+    r = _result()
+    util = metrics.utilization(r)
+    assert util["rollout"] == pytest.approx(0.6) and util["trainer"] == pytest.approx(0.4)
+    assert metrics.critical_path_share(r) == {"rollout": pytest.approx(0.6), "optimization": pytest.approx(0.4)}
+    th = metrics.throughput(r)
+    assert th["tokens_per_s"] == pytest.approx(80.0)
+    assert th["tokens_per_s_per_gpu"] == pytest.approx(10.0)
+    assert th["trajectories_per_hour"] == pytest.approx(8 * 360)
+
+
+def test_colocated_links_are_measured_over_the_time_they_hold_the_gpus():
+    r = _result("colocated")
+    links = metrics.link_utilization(r, metrics.utilization(r))
+    assert links["rollout"] == pytest.approx(1.0) and links["optimization"] == pytest.approx(1.0)
