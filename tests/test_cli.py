@@ -83,3 +83,20 @@ def test_run_bad_input_writes_nothing(tmp_path, capsys):
     report = tmp_path / "r.json"
     assert main(["run", "--set", "run.steps=0", "--json", str(report)]) == 2
     assert "run.steps" in capsys.readouterr().err and not report.exists()
+
+
+def test_run_report_carries_the_verdict(capsys):
+    assert main(["run", "grpo-8b-disaggregated", "--set", "run.steps=3", "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    v = data["verdict"]
+    assert v["diagnosis"] and len(v["marginal_gains"]) >= 5
+    assert all("marginal_gain" in row for row in data["bottleneck"])
+
+
+def test_whatif_ranks_pressures_and_rejects_unknown_ones(capsys):
+    assert main(["whatif", "code-rl-sandbox-7b", "--set", "run.steps=3", "--pressure", "reward_x2",
+                 "--pressure", "rollout_gpus_x2", "--json", "-"]) == 0
+    rows = json.loads(capsys.readouterr().out)["pressures"]
+    assert [r["pressure"] for r in rows][0] == "reward_x2" and rows[0]["gain"] > 0.3
+    assert main(["whatif", "--pressure", "more_gpus"]) == 2
+    assert "unknown pressure" in capsys.readouterr().err

@@ -12,12 +12,12 @@ from twin.config.load import load_scenario
 from twin.config.scenario import Scenario
 from twin.errors import InputError
 
-__all__ = ["InputError", "Report", "Scenario", "load_scenario", "simulate"]
+__all__ = ["InputError", "Report", "Scenario", "load_scenario", "simulate", "whatif"]
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    if name in ("simulate", "Report"):
+    if name in ("simulate", "whatif", "Report"):
         from twin import api
 
         return getattr(api, name)

@@ -76,15 +76,38 @@ def _overrides(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k.replace("__", "."): v for k, v in kwargs.items()}
 
 
-def simulate(scenario: str | Path | dict | Scenario | None = None, *, progress: Progress | None = None,
-             **overrides: Any) -> Report:
-    """Simulate a scenario (a built-in name, a YAML path, a mapping, or a Scenario).
-
-    Raises :class:`twin.InputError` on bad input.
-    """
+def _load(scenario, overrides: dict[str, Any]) -> Scenario:
     if isinstance(scenario, Scenario):  # re-validate from data, so overrides apply anywhere
         scenario = scenario.model_dump(mode="json")
-    s = load_scenario(scenario, _overrides(overrides))
+    return load_scenario(scenario, _overrides(overrides))
+
+
+def simulate(scenario: str | Path | dict | Scenario | None = None, *, progress: Progress | None = None,
+             verdict: bool = False, workers: int | None = None, **overrides: Any) -> Report:
+    """Simulate a scenario (a built-in name, a YAML path, a mapping, or a Scenario).
+
+    ``verdict=True`` also re-simulates one pressure at a time (in ``workers`` processes) and
+    adds the ranked marginal gains and the diagnosis under ``report.data["verdict"]``.
+    Raises :class:`twin.InputError` on bad input.
+    """
+    s = _load(scenario, overrides)
     result = _simulate(s, progress)
-    return Report(build_report(result), result)
+    data = build_report(result)
+    if verdict:
+        from twin.verdict import verdict as judge
+
+        data["verdict"] = judge(s, data, workers=workers)
+    return Report(data, result)
+
+
+def whatif(scenario: str | Path | dict | Scenario | None = None, pressures: list[str] | None = None,
+           *, workers: int | None = None, **overrides: Any) -> list[dict[str, Any]]:
+    """The sensitivity table: each pressure's step time, useful experience per hour and gain
+    over the baseline. ``pressures`` are built-in names (``twin.verdict.PRESSURES``) or
+    scenario overrides ``"path=value"``; default: all built-in ones."""
+    from twin.verdict import sensitivity
+
+    s = _load(scenario, overrides)
+    base = build_report(_simulate(s))
+    return sensitivity(s, base, pressures, workers)
 

@@ -62,6 +62,18 @@ def _parser() -> argparse.ArgumentParser:
                          "link on the critical path. Same scenario and seed, same report.")
     scenario_args(run)
     run.add_argument("--trace", metavar="PATH", help="write a Chrome trace (open in Perfetto)")
+    run.add_argument("--no-verdict", action="store_true",
+                     help="skip the marginal-gain re-simulations (one per pressure)")
+    whatif = sub.add_parser("whatif", help="what each extra unit of a pressure buys: the sensitivity table",
+                            formatter_class=argparse.RawDescriptionHelpFormatter,
+                            description="Re-simulate the scenario once per pressure, each raised alone, "
+                            "in parallel processes, and rank them by the useful experience per hour "
+                            "they buy. Built-in pressures: " + ", ".join(_pressure_names()) + ". Any "
+                            "scenario field works as a custom pressure: --pressure "
+                            "placement.rollout.gpus=96.")
+    scenario_args(whatif)
+    whatif.add_argument("--pressure", dest="pressures", action="append", metavar="NAME|PATH=VALUE",
+                        help="a pressure to try (repeatable; default: all built-in ones)")
     sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles")
     sub.add_parser("calibrate", add_help=False,
                    help="measure this CPU or GPU into a hardware profile (twin calibrate --help)")
@@ -81,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
             return _check(args)
         if args.command == "run":
             return _run(args)
+        if args.command == "whatif":
+            return _whatif(args)
         if args.command == "list":
             return _list()
         parser.print_help()
@@ -127,7 +141,12 @@ def _run(args) -> int:
         raise problem
     with progress_printer(scenario.run.steps) as progress:
         result = simulate(scenario, progress)
-    report = Report(build_report(result), result)
+    data = build_report(result)
+    if not args.no_verdict:
+        from twin.verdict import verdict
+
+        data["verdict"] = verdict(scenario, data)
+    report = Report(data, result)
     text = report.to_json()
     trace = json.dumps(chrome_trace(result.spans)) if args.trace else None
     if args.json_path == "-":
@@ -138,6 +157,50 @@ def _run(args) -> int:
             _write_atomic(Path(args.json_path), text)
     if trace is not None:
         _write_atomic(Path(args.trace), trace)
+    return 0
+
+
+def _pressure_names() -> list[str]:
+    from twin.verdict import PRESSURES
+
+    return list(PRESSURES)
+
+
+def _whatif(args) -> int:
+    from twin.analysis.report import build_report
+    from twin.check import memory_problem
+    from twin.config.load import load_scenario, scenario_path
+    from twin.sim.loop import simulate
+    from twin.verdict import resolve_pressures, sensitivity
+
+    scenario = load_scenario(args.scenario, args.overrides)
+    problem = memory_problem(scenario, str(scenario_path(args.scenario or DEFAULT_SCENARIO)))
+    if problem is not None:
+        raise problem
+    resolve_pressures(args.pressures)  # reject unknown names before simulating anything
+    base = build_report(simulate(scenario))
+    rows = sensitivity(scenario, base, args.pressures)
+    if args.json_path == "-":
+        print(json.dumps({"baseline": {"step_time_s": base["step_time_s"],
+                                       "throughput": base["throughput"]}, "pressures": rows},
+                         indent=2, sort_keys=True))
+        return 0
+    useful = base["throughput"]["useful_trajectories_per_hour"]
+    if scenario.run.steps < 5:
+        print(f"note: {scenario.run.steps} steps simulated; the first steps fill the pipeline and "
+              "queues, so gains of staleness and queue pressures read low (use run.steps >= 5)",
+              file=sys.stderr)
+    print(f"Scenario {scenario.name}: baseline step {base['step_time_s']:.1f} s, "
+          f"{useful:,.0f} useful trajectories/h")
+    print(f"  {'pressure':62s} {'gain':>8s} {'step (s)':>9s} {'useful/h':>11s}")
+    for row in rows:
+        if "error" in row:
+            print(f"  {row['description']:62s} not possible here: {row['error']}")
+            continue
+        print(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}% {row['step_time_s']:9.1f} "
+              f"{row['useful_trajectories_per_hour']:11,.0f}")
+    if args.json_path:
+        _write_atomic(Path(args.json_path), json.dumps({"pressures": rows}, indent=2, sort_keys=True) + "\n")
     return 0
 
 

@@ -57,5 +57,17 @@ def render_run(report: dict[str, Any]) -> str:
                      f"{counters['wasted_tokens']:,.0f} tokens recomputed")
     for reason, count in report["dropped"].items():
         lines.append(f"  dropped {count:,} trajectories: {reason}")
-    lines += ["", "Verdict: " + verdict_line(report)]
+    verdict = report.get("verdict")
+    if verdict:
+        lines += ["", "What one more unit of each pressure buys (useful experience per hour)"]
+        for row in verdict["marginal_gains"]:
+            if "error" in row:
+                lines.append(f"  {row['description']:62s} not possible here: {row['error']}")
+                continue
+            gpus = f"  (+{row['added_gpus']} GPUs)" if row["added_gpus"] else ""
+            lines.append(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}%  "
+                         f"step {row['step_time_s']:.1f} s{gpus}")
+        lines += ["", "Verdict: " + verdict["diagnosis"]]
+    else:
+        lines += ["", "Verdict: " + verdict_line(report)]
     return "\n".join(lines)

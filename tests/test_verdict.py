@@ -1,0 +1,89 @@
+import pytest
+
+from twin.analysis.report import build_report
+from twin.config.load import load_scenario
+from twin.errors import InputError
+from twin.sim.loop import simulate
+from twin.verdict import PRESSURES, resolve_pressures, verdict
+
+
+def small(**over) -> dict:
+    data = {
+        "model": "qwen2.5-1.5b",
+        "cluster": {"nodes": 1, "gpus_per_node": 8},
+        "placement": {"mode": "disaggregated", "rollout": {"gpus": 4}, "trainer": {"gpus": 4}},
+        "algorithm": {"prompts_per_step": 16, "responses_per_prompt": 4},
+        "workload": {"prompt_tokens": {"kind": "fixed", "value": 100},
+                     "response_tokens": {"kind": "lognormal", "median": 300, "sigma": 0.6, "max": 2048}},
+        "run": {"steps": 6, "seed": 3},
+    }
+    data.update(over)
+    return data
+
+
+def judge(data: dict) -> tuple[dict, dict]:
+    s = load_scenario(data)
+    report = build_report(simulate(s))
+    return report, verdict(s, report, workers=1)
+
+
+def gains(v: dict) -> dict[str, float]:
+    return {r["pressure"]: r["gain"] for r in v["marginal_gains"] if "gain" in r}
+
+
+def test_starved_sandbox_pool_binds_and_more_workers_buy_most():
+    report, v = judge(small(reward={"kind": "sandbox", "workers": 2,
+                                    "latency_s": {"kind": "fixed", "value": 4.0}}))
+    assert report["bottleneck"][0]["link"] == "reward"
+    assert report["bottleneck"][0]["saturated"]
+    g = gains(v)
+    assert max(g, key=g.get) == "reward_x2" and g["reward_x2"] > 0.5
+    assert g["rollout_gpus_x2"] < 0.05
+    assert v["diagnosis"].startswith("reward service capacity")
+
+
+def test_slow_interconnect_makes_weight_sync_bind_and_bandwidth_pay():
+    slow = {"kind": "link", "name": "slow-1g", "provenance": {"source": "assumed", "reference": "test"},
+            "bandwidth_bytes_per_s": 5e8, "latency_s": 1e-5, "efficiency": {"points": [[1, 1.0]], "source": "test"}}
+    # NVLink inside the nodes keeps the trainer's own collectives fast; only the network
+    # between the trainer's node and the rollout's node is slow.
+    data = small(model="qwen2.5-7b", cluster={"nodes": 2, "gpus_per_node": 8, "inter_node_link": slow},
+                 placement={"mode": "disaggregated", "rollout": {"gpus": 8}, "trainer": {"gpus": 8}},
+                 algorithm={"prompts_per_step": 4, "responses_per_prompt": 2})
+    report, v = judge(data)
+    assert report["bottleneck"][0]["link"] == "weight_sync"
+    g = gains(v)
+    assert g["network_x2"] > 0.2 and g["network_x2"] > g["rollout_gpus_x2"]
+
+
+def test_trainer_bound_run_is_saturated_and_trainer_gpus_pay():
+    data = small(placement={"mode": "async", "rollout": {"gpus": 7}, "trainer": {"gpus": 1}},
+                 algorithm={"prompts_per_step": 64, "responses_per_prompt": 8, "staleness": 2},
+                 workload={"prompt_tokens": {"kind": "fixed", "value": 1500},
+                           "response_tokens": {"kind": "fixed", "value": 64}})
+    report, v = judge(data)
+    top = report["bottleneck"][0]
+    assert top["link"] == "optimization" and top["saturated"]
+    g = gains(v)
+    assert max(g, key=g.get) == "trainer_gpus_x2" and g["trainer_gpus_x2"] > 0.5
+    assert top["marginal_gain"] == pytest.approx(g["trainer_gpus_x2"])
+
+
+def test_long_tail_binds_without_saturation_and_staleness_beats_gpus():
+    data = small(workload={"prompt_tokens": {"kind": "fixed", "value": 100},
+                           "response_tokens": {"kind": "lognormal", "median": 200, "sigma": 1.4, "max": 8192}})
+    report, v = judge(data)
+    top = report["bottleneck"][0]
+    assert top["link"] == "rollout" and not top["saturated"]
+    g = gains(v)
+    assert max(g["staleness_plus1"], g["partial_rollout"]) > g["rollout_gpus_x2"]
+    assert "long tail" in v["diagnosis"]
+
+
+def test_custom_and_unknown_pressures():
+    assert [p.name for p in resolve_pressures(["placement.rollout.max_num_seqs=64"])] == [
+        "placement.rollout.max_num_seqs=64"]
+    with pytest.raises(InputError) as err:
+        resolve_pressures(["rollout_gpu_x2"])
+    assert "rollout_gpus_x2" in err.value.message
+    assert len(resolve_pressures(None)) == len(PRESSURES)
