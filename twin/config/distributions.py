@@ -22,9 +22,14 @@ NonNeg = Annotated[float, Field(ge=0)]
 class _Bounded(Strict):
     min: NonNeg = Field(default=0.0, description="Lower clip for samples.")
     max: NonNeg | None = Field(default=None, description="Upper clip for samples (e.g. max length).")
+    scale: float = Field(
+        default=1.0, gt=0,
+        description="Multiplies every sample before clipping: 'my responses run 20% longer "
+        "than this shape' is scale 1.2 (the one free parameter a validation source may fit).",
+    )
 
     def _clip(self, x: np.ndarray) -> np.ndarray:
-        return np.clip(x, self.min, self.max if self.max is not None else np.inf)
+        return np.clip(x * self.scale, self.min, self.max if self.max is not None else np.inf)
 
     @model_validator(mode="after")
     def _order(self):
@@ -36,6 +41,19 @@ class _Bounded(Strict):
         """Mean after clipping, by a fixed-seed Monte-Carlo estimate (exact for fixed)."""
         return float(self.sample(np.random.default_rng(rng_seed), n).mean())
 
+    def _support(self) -> tuple[float, float]:
+        """The unclipped, unscaled range of the shape (may be infinite)."""
+        return 0.0, np.inf
+
+    def upper_bound(self) -> float:
+        """The largest value a sample can take (inf when unbounded)."""
+        low, high = self._support()
+        return float(self._clip(np.array([high]))[0]) if np.isfinite(high) or self.max is not None else np.inf
+
+    def lower_bound(self) -> float:
+        low, high = self._support()
+        return float(self._clip(np.array([low]))[0])
+
 
 class Fixed(_Bounded):
     kind: Literal["fixed"]
@@ -44,8 +62,11 @@ class Fixed(_Bounded):
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self._clip(np.full(n, self.value, dtype=np.float64))
 
+    def _support(self) -> tuple[float, float]:
+        return self.value, self.value
+
     def clipped_mean(self, rng_seed: int = 0, n: int = 0) -> float:
-        return float(self._clip(np.array([self.value]))[0])
+        return float(self._clip(np.array([float(self.value)]))[0])
 
 
 class Uniform(_Bounded):
@@ -61,6 +82,9 @@ class Uniform(_Bounded):
 
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self._clip(rng.uniform(self.low, self.high, n))
+
+    def _support(self) -> tuple[float, float]:
+        return self.low, self.high
 
 
 class LogNormal(_Bounded):
@@ -80,7 +104,7 @@ class Component(Strict):
     sd: NonNeg
 
 
-class Mixture(_Bounded):
+class Mixture(_Bounded):  # Gaussian tails: support is unbounded below and above
     """A mixture of Gaussians (weights are normalised), clipped to [min, max]."""
 
     kind: Literal["mixture"]
@@ -151,6 +175,10 @@ class Empirical(_Bounded):
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
         v, w = self.table()
         return self._clip(v[rng.choice(len(v), size=n, p=w)])
+
+    def _support(self) -> tuple[float, float]:
+        v, _ = self.table()
+        return float(v.min()), float(v.max())
 
 
 Distribution = Annotated[

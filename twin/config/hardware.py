@@ -80,11 +80,29 @@ class Compute(Strict):
         description="Dense peak FLOP/s per dtype (no sparsity)."
     )
     gemm_efficiency: EfficiencyCurve = Field(description="Matmul efficiency by FLOP per GEMM.")
+    gemm_efficiency_by_tokens: EfficiencyCurve | None = Field(
+        default=None,
+        description=(
+            "Optional. Matmul efficiency by the GEMM's token rows M (its activation operand is M×K, "
+            "its weight K×N). A GEMM with few rows is bound by streaming its weight, not by FLOP: its "
+            "arithmetic intensity is 2M FLOP per weight element whatever K and N, so this limit is a "
+            "function of M alone. When present, a GEMM's efficiency is "
+            "gemm_efficiency(FLOP per GEMM) × gemm_efficiency_by_tokens(M) (calibrate fits the two as "
+            "such a product); absent, the FLOP curve alone (datasheet profiles)."
+        ),
+    )
     attention_efficiency: EfficiencyCurve | None = Field(
         default=None,
         description="Attention kernel efficiency by FLOP per call; defaults to the GEMM curve.",
     )
     source: str
+
+    def gemm_eff(self, flops_per_call: float, tokens: float | None = None) -> float:
+        """Efficiency of a GEMM of ``flops_per_call`` FLOP over ``tokens`` rows (None: rows unknown)."""
+        eff = self.gemm_efficiency.at(flops_per_call)
+        if tokens is not None and self.gemm_efficiency_by_tokens is not None:
+            eff *= self.gemm_efficiency_by_tokens.at(max(float(tokens), 1.0))
+        return eff
 
     def peak(self, dtype: str) -> float:
         if dtype in self.peak_flops:
@@ -100,7 +118,19 @@ class Memory(Strict):
     efficiency: EfficiencyCurve = Field(
         description="Achieved fraction of peak bandwidth by bytes moved per operation."
     )
+    elementwise_efficiency: EfficiencyCurve | None = Field(
+        default=None,
+        description=(
+            "Optional. Achieved fraction of peak bandwidth of element-wise kernels (a binary op: two "
+            "reads, one write) by bytes moved per call, operands streamed from beyond the last-level "
+            "cache as a model's activations are. Defaults to ``efficiency`` (copies)."
+        ),
+    )
     source: str
+
+    @property
+    def elementwise_curve(self) -> EfficiencyCurve:
+        return self.elementwise_efficiency or self.efficiency
 
 
 class Overhead(Strict):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
+import numpy as np
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from twin.config.distributions import Component, Distribution, Fixed, Mixture
@@ -218,20 +219,13 @@ class Workload(Strict):
     @field_validator("response_tokens")
     @classmethod
     def _bounded(cls, d):
-        if d.max is None and d.kind not in ("fixed", "uniform", "empirical"):
+        if not np.isfinite(d.upper_bound()):
             raise ValueError("an unbounded response length needs a 'max' (the max response length)")
         return d
 
     @property
     def max_response_tokens(self) -> int:
-        d = self.response_tokens
-        if d.max is not None:
-            return int(d.max)
-        if d.kind == "fixed":
-            return int(d.value)
-        if d.kind == "uniform":
-            return int(d.high)
-        return int(max(d.table()[0]))
+        return int(self.response_tokens.upper_bound())
 
 
 # --------------------------------------------------------------------------- reward

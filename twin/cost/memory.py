@@ -151,13 +151,8 @@ def max_sequence_tokens(scenario: Scenario) -> int:
 
 
 def _upper(dist) -> float:
-    """An upper bound of a distribution (its max, or a high quantile when unbounded)."""
-    if dist.max is not None:
-        return dist.max
-    if dist.kind == "fixed":
-        return dist.value
-    if dist.kind == "uniform":
-        return dist.high
-    if dist.kind == "empirical":
-        return float(max(dist.table()[0]))
+    """An upper bound of a distribution (its bound, or a high quantile when unbounded)."""
+    bound = dist.upper_bound()
+    if np.isfinite(bound):
+        return bound
     return float(np.quantile(dist.sample(np.random.default_rng(0), 100_000), 0.999))

@@ -109,7 +109,7 @@ class Producer:
         self.consumed_groups = 0
         self.stale_groups = 0      # dropped for exceeding the staleness bound: replaced
         mt = scenario.workload.multi_turn
-        self.tool_window = _lower_bound(mt.tool_latency_s) if mt else math.inf
+        self.tool_window = mt.tool_latency_s.lower_bound() if mt else math.inf
         self.t = Growable(group=np.int64, turn=np.int64, turn_end=np.int64, context=np.float64,
                           generated=np.float64, version=np.int64, gen_end=np.float64,
                           tool_s=np.float64, reward_end=np.float64, ok=np.bool_)
@@ -383,15 +383,3 @@ class Producer:
         for e in np.unique(spans.engines):
             mask = spans.engines == e
             self.timeline.add_many(f"rollout/engine-{e}", "generate", spans.starts[mask], spans.ends[mask])
-
-
-def _lower_bound(dist) -> float:
-    """A distribution's least possible value (its clip minimum, or its support's)."""
-    low = dist.min or 0.0
-    if dist.kind == "fixed":
-        return max(low, dist.value)
-    if dist.kind == "uniform":
-        return max(low, dist.low)
-    if dist.kind == "empirical":
-        return max(low, float(min(dist.table()[0])))
-    return low

@@ -1,0 +1,231 @@
+"""``twin validate``: predictions against published runs, with the error of every figure.
+
+A case file holds one **source** (a paper, a doc, a blog post): the scenario its runs share
+(``base``, with every assumption about what the source leaves out written next to it), the
+runs (``cases``: overrides and the ``expected`` figures), a relative ``tolerance``, and at
+most one fitted parameter (``fit``): a scenario field tuned on one published figure of the
+source and then used for all the others — "calibrate on today's run, predict the scaled one".
+``checks`` state the shape a source shows across its runs (ratios between cases).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from twin.config.io import input_error, read_mapping
+from twin.config.load import apply_overrides, load_scenario
+from twin.errors import InputError
+
+
+
+class Case(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    set: dict[str, Any] = Field(default_factory=dict, description="Overrides on the source's base.")
+    expected: dict[str, float] = Field(description="Metric -> published figure.")
+    note: str = ""
+
+
+class Fit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    parameter: str = Field(description="Scenario field to fit, e.g. workload.response_tokens.scale")
+    case: str
+    metric: str
+    bounds: tuple[float, float] = Field(description="Search interval (the metric must be monotone in it).")
+
+
+class Check(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    description: str
+    metric: str
+    numerator: str
+    denominator: str
+    at_least: float | None = None
+    at_most: float | None = None
+
+
+class Source(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    source: str
+    reference: str = ""
+    tolerance: float = Field(gt=0, lt=1)
+    assumptions: str
+    base: dict[str, Any]
+    fit: Fit | None = None
+    cases: list[Case] = Field(min_length=1)
+    checks: list[Check] = Field(default_factory=list)
+
+
+@dataclass
+class Figure:
+    source: str
+    case: str
+    metric: str
+    predicted: float
+    expected: float
+    tolerance: float
+    fitted: bool = False
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.expected - 1.0
+
+    @property
+    def ok(self) -> bool:
+        return abs(self.error) <= self.tolerance
+
+
+@dataclass
+class SourceResult:
+    path: Path
+    source: Source
+    figures: list[Figure] = field(default_factory=list)
+    checks: list[tuple[Check, float, bool]] = field(default_factory=list)
+    fitted: tuple[str, float] | None = None
+
+
+def builtin_cases_dir() -> Path:
+    return Path(str(resources.files("scenarios").joinpath("validation")))
+
+
+def load_source(path: Path) -> Source:
+    try:
+        return Source.model_validate(read_mapping(path))
+    except ValidationError as exc:
+        raise input_error(exc, path, Source) from None
+
+
+def metric(report: dict[str, Any], name: str) -> float:
+    """A figure of a run report by name: a top-level number, a phase of the breakdown, or a
+    dotted path (``throughput.tokens_per_s_per_gpu``, ``counters.weight_sync_s``)."""
+    if name in report and isinstance(report[name], (int, float)):
+        return float(report[name])
+    if name in report["breakdown"]:
+        return float(report["breakdown"][name])
+    node: Any = report
+    for part in name.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(name)
+        node = node[part]
+    return float(node)
+
+
+def _simulate(data: dict[str, Any]) -> dict[str, Any]:
+    from twin.analysis.report import build_report
+    from twin.sim.loop import simulate
+
+    return build_report(simulate(load_scenario(data)))
+
+
+def _case_data(source: Source, case: Case, fitted: dict[str, Any]) -> dict[str, Any]:
+    return apply_overrides(apply_overrides(source.base, fitted), case.set)
+
+
+def fit_parameter(source: Source, path: Path) -> tuple[str, float]:
+    """Bisect the fit parameter (in log space) until the case's metric matches its figure."""
+    fit = source.fit
+    assert fit is not None
+    case = next((c for c in source.cases if c.name == fit.case), None)
+    if case is None or fit.metric not in case.expected:
+        raise InputError("fit names a case and metric that are not among the cases", file=path,
+                         field="fit", value=f"{fit.case}/{fit.metric}")
+    target = case.expected[fit.metric]
+    lo, hi = math.log(fit.bounds[0]), math.log(fit.bounds[1])
+
+    def value(x: float) -> float:
+        return metric(_simulate(_case_data(source, case, {fit.parameter: math.exp(x)})), fit.metric)
+
+    f_lo, f_hi = value(lo), value(hi)
+    increasing = f_hi > f_lo
+    for _ in range(14):  # ~1e-4 relative in the parameter: far below the figures' noise
+        mid = (lo + hi) / 2
+        if (value(mid) < target) == increasing:
+            lo = mid
+        else:
+            hi = mid
+    return fit.parameter, round(math.exp((lo + hi) / 2), 4)
+
+
+def validate_source(path: Path, progress=None) -> SourceResult:
+    source = load_source(path)
+    result = SourceResult(path, source)
+    fitted: dict[str, Any] = {}
+    if source.fit:
+        name, val = fit_parameter(source, path)
+        fitted[name] = val
+        result.fitted = (name, val)
+    reports: dict[str, dict[str, Any]] = {}
+    for case in source.cases:
+        try:
+            report = _simulate(_case_data(source, case, fitted))
+        except InputError as exc:
+            raise exc.located(file=path, prefix=f"cases[{case.name}]") from None
+        reports[case.name] = report
+        for name, expected in case.expected.items():
+            try:
+                predicted = metric(report, name)
+            except KeyError:
+                raise InputError("unknown metric", file=path, field=f"cases[{case.name}].expected",
+                                 value=name, allowed="step_time_s, a breakdown phase, or a dotted "
+                                 "report path such as throughput.tokens_per_s") from None
+            is_fit = bool(source.fit and source.fit.case == case.name and source.fit.metric == name)
+            result.figures.append(Figure(source.source, case.name, name, predicted, expected,
+                                         source.tolerance, is_fit))
+        if progress:
+            progress(case.name)
+    for check in source.checks:
+        ratio = metric(reports[check.numerator], check.metric) / metric(reports[check.denominator], check.metric)
+        ok = (check.at_least is None or ratio >= check.at_least) and (check.at_most is None or ratio <= check.at_most)
+        result.checks.append((check, ratio, ok))
+    return result
+
+
+def render(results: list[SourceResult]) -> str:
+    lines = []
+    for r in results:
+        lines.append(f"{r.source.source}  [{r.path.name}, tolerance ±{r.source.tolerance * 100:.0f}%]")
+        if r.fitted:
+            lines.append(f"  fitted {r.fitted[0]} = {r.fitted[1]} on {r.source.fit.case} / {r.source.fit.metric}")
+        lines.append(f"  {'case':22s} {'metric':34s} {'predicted':>11s} {'expected':>10s} {'error':>8s}")
+        for f in r.figures:
+            mark = "ok" if f.ok else "MISS"
+            tag = " (fitted)" if f.fitted else ""
+            lines.append(f"  {f.case:22s} {f.metric:34s} {f.predicted:11.4g} {f.expected:10.4g} "
+                         f"{f.error * 100:+7.1f}%  {mark}{tag}")
+        for check, ratio, ok in r.checks:
+            bound = (f"≥ {check.at_least}" if check.at_least is not None else "") + (
+                f" ≤ {check.at_most}" if check.at_most is not None else "")
+            lines.append(f"  shape: {check.description}: {check.numerator} / {check.denominator} "
+                         f"{check.metric} = {ratio:.3f} (want {bound.strip()})  {'ok' if ok else 'MISS'}")
+        lines.append("")
+    figures = [f for r in results for f in r.figures if not f.fitted]
+    checks = [c for r in results for c in r.checks]
+    within = sum(f.ok for f in figures)
+    worst = max(figures, key=lambda f: abs(f.error), default=None)
+    mean_abs = sum(abs(f.error) for f in figures) / len(figures) if figures else 0.0
+    summary = (f"validate: {within}/{len(figures)} predicted figures within tolerance "
+               f"(mean |error| {mean_abs * 100:.1f}%"
+               + (f", worst {worst.error * 100:+.1f}% {worst.case} {worst.metric}" if worst else "")
+               + f"); shape checks {sum(c[2] for c in checks)}/{len(checks)} hold")
+    lines.append(summary)
+    return "\n".join(lines)
+
+
+def all_ok(results: list[SourceResult]) -> bool:
+    return all(f.ok for r in results for f in r.figures) and all(ok for r in results for _, _, ok in r.checks)
+
+
+def case_files(directory: Path | None) -> list[Path]:
+    d = directory or builtin_cases_dir()
+    if not d.is_dir():
+        raise InputError("validation directory not found", value=str(d), allowed="a folder of case YAML files")
+    files = sorted(p for p in d.glob("*.yaml"))
+    if not files:
+        raise InputError("no case files (*.yaml) in the validation directory", value=str(d))
+    return files
