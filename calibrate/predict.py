@@ -11,9 +11,8 @@ workers and latency), and each phase is priced with the twin's own cost function
   curve's best (engine.py's ``attn_s_per_pair``). A decode attention call is small and far
   below the best; on this CPU it ran 2-6x slower than the best-efficiency price;
 * reward: ``twin.cost.phases.reward_bound`` (samples × latency / workers);
-* old_logprob, reference: ``trainer_pass_time`` of ``transformer.logprob_flops``;
-* update_actor: ``trainer_pass_time`` of ``transformer.training_flops`` (no recompute)
-  plus ``optimizer_time``.
+* old_logprob, reference: ``twin.cost.learner.forward_pass_time``;
+* update_actor: ``twin.cost.learner.update_time`` (forward + backward, optimizer step).
 
 One term is added that the twin's tables leave out because real engines hide it: the probe
 runs eagerly, so every dispatched operation costs the profile's ``per_kernel_s`` (vLLM
@@ -23,6 +22,8 @@ are priced at the padded length the probe's learner computes, not their true len
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 import statistics
 from dataclasses import dataclass
@@ -108,19 +109,19 @@ class ProbePredictor:
         return c.overhead_s + c.comm_s[n] + max(compute, memory) + self.eager[it.kind]
 
     def step(self, targets: list[int]) -> Prediction:
-        from twin.cost import transformer as tf
-        from twin.cost.phases import optimizer_time, reward_bound, trainer_pass_time
+        from twin.cost.learner import forward_pass_time, update_time
+        from twin.cost.phases import reward_bound
 
         s, cfg = self.scenario, self.cfg
         padded = [cfg.prompt_len + max(targets) - 1] * cfg.rows  # what the learner computes
-        score = trainer_pass_time(s, tf.logprob_flops(s.model, padded), 1) + self.eager["score"]
-        train = trainer_pass_time(s, tf.training_flops(s.model, padded, recompute=False), 1)
+        score = forward_pass_time(s, np.asarray(padded, dtype=float)) + self.eager["score"]
+        train = update_time(s, np.asarray(padded, dtype=float))
         return Prediction({
             "generation": self.generation(targets),
             "reward": reward_bound(s, cfg.rows),
             "old_logprob": score,
             "reference": score,
-            "update_actor": train + optimizer_time(s) + self.eager["update"],
+            "update_actor": train + self.eager["update"],
         })
 
 

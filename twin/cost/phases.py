@@ -14,9 +14,9 @@ import numpy as np
 from twin.config.registry import resolve_profile
 from twin.config.scenario import Scenario
 from twin.cost import transformer as tf
-from twin.cost.collectives import Topology
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.cost.roofline import compute_time, memory_time
+from twin.cost.learner import forward_pass_time, optimizer_time, update_time
 from twin.cost.weight_sync import weight_sync_cost
 
 
@@ -68,37 +68,16 @@ def generation_bound(costs: EngineCosts, engines: int, step: StepSample) -> dict
     return {"tail": float(tail), "bulk": float(bulk)}
 
 
-def trainer_pass_time(scenario: Scenario, flops: float, passes_over_weights: float) -> float:
-    """Compute time of work spread over the trainer GPUs, plus the FSDP/ZeRO-3 parameter
-    gathers it cannot hide (lower bound: they fully overlap with compute)."""
-    arch, t = scenario.model, scenario.placement.trainer
-    gpu = scenario.cluster.gpu
-    per_call = tf.gemm_flops_per_call(arch, t.micro_batch_tokens) / t.tp
-    compute = compute_time(flops / t.gpus, gpu, arch.dtype, per_call)
-    if t.zero_stage < 3 or scenario.trainer_dp == 1:
-        return compute
-    topo = Topology.of(scenario.cluster)
-    comm = passes_over_weights * topo.collective_time(
-        "all_gather", arch.weight_bytes / (t.tp * t.pp), topo.gpus(0, scenario.trainer_dp))
-    return max(compute, comm)
-
-
 def learner_phases(scenario: Scenario, seqs: np.ndarray) -> dict[str, float]:
     """Seconds of each learner phase for one step's sequences (prompt + response tokens)."""
-    a, arch = scenario.algorithm, scenario.model
-    micro = scenario.placement.trainer.micro_batch_tokens
-    n_micro = max(1.0, float(seqs.sum()) / (micro * scenario.trainer_dp))
-    forward = trainer_pass_time(scenario, tf.logprob_flops(arch, seqs), n_micro)
+    a = scenario.algorithm
+    forward = forward_pass_time(scenario, seqs)
     out: dict[str, float] = {}
     if a.old_logprob:
         out["old_logprob"] = forward
     if a.reference:
         out["reference"] = forward
-    recompute = scenario.placement.trainer.recompute
-    train = tf.training_flops(arch, seqs, recompute) * a.ppo_epochs
-    gathers = n_micro * a.ppo_epochs * (3 if recompute else 2)
-    optimizer_steps = a.ppo_epochs * a.minibatches
-    out["update_actor"] = trainer_pass_time(scenario, train, gathers) + optimizer_steps * optimizer_time(scenario)
+    out["update_actor"] = update_time(scenario, seqs)
     if a.critic:  # the value model: same architecture, a forward for values and its own update
         out["critic"] = forward + out["update_actor"]
     return {k: float(v) for k, v in out.items()}
@@ -133,14 +112,6 @@ def phase_estimates(scenario: Scenario) -> dict[str, float]:
         out["switch"] = 2 * switch_time(scenario)
     out["weight_sync"] = weight_sync_cost(scenario).total_s
     return {k: float(v) for k, v in out.items()}
-
-
-def optimizer_time(scenario: Scenario) -> float:
-    """Adam step on one GPU's shard: read and write fp32 master, m, v and read the grads
-    (memory-bound: 4·3·2 + 2 = 26 bytes per parameter)."""
-    t = scenario.placement.trainer
-    shard = scenario.model.total_params / (t.tp * t.pp * (scenario.trainer_dp if t.zero_stage >= 1 else 1))
-    return memory_time(26 * shard, scenario.cluster.gpu)
 
 
 def reward_bound(scenario: Scenario, n: int) -> float:

@@ -5,15 +5,19 @@ from __future__ import annotations
 from twin.config.hardware import DeviceProfile
 
 
-def compute_time(flops: float, profile: DeviceProfile, dtype: str, flops_per_call: float | None = None) -> float:
-    """Seconds for ``flops`` of matmul work; efficiency read at the size of one call."""
+def compute_time(flops: float, profile: DeviceProfile, dtype: str, flops_per_call: float | None = None,
+                 tokens: float | None = None) -> float:
+    """Seconds for ``flops`` of matmul work; efficiency read at the size of one call and, when
+    the profile has a token-rows curve and ``tokens`` is given, at the GEMMs' row count (a
+    few-row GEMM is bound by streaming its weight; see ``Compute.gemm_efficiency_by_tokens``)."""
     if flops <= 0:
         return 0.0
-    eff = profile.compute.gemm_efficiency.at(flops_per_call or flops)
+    eff = profile.compute.gemm_eff(flops_per_call or flops, tokens)
     return flops / (profile.compute.peak(dtype) * eff)
 
 
 def attention_time(flops: float, profile: DeviceProfile, dtype: str) -> float:
+    """Seconds of ``flops`` of attention in one call (efficiency read at that call's size)."""
     if flops <= 0:
         return 0.0
     curve = profile.compute.attention_efficiency or profile.compute.gemm_efficiency
@@ -30,3 +34,18 @@ def memory_time(nbytes: float, profile: DeviceProfile) -> float:
 def memory_rate(profile: DeviceProfile, nbytes: float) -> float:
     """Achieved bytes/s for transfers of about ``nbytes``."""
     return profile.memory.bandwidth_bytes_per_s * profile.memory.efficiency.at(nbytes)
+
+
+def elementwise_time(nbytes: float, ops: float, profile: DeviceProfile) -> float:
+    """Seconds of ``ops`` element-wise kernels moving ``nbytes`` (read + written) in all.
+
+    Each kernel moves ``nbytes / ops`` on average and runs at the profile's element-wise
+    bandwidth efficiency at that size, which includes the fixed cost of a call (small
+    kernels are launch-bound). Element-wise kernels run one after another and after the
+    GEMMs that produce their inputs, so their time adds to the GEMMs' (it does not overlap
+    with them in a roofline max).
+    """
+    if nbytes <= 0 or ops <= 0:
+        return 0.0
+    per_op = nbytes / ops
+    return nbytes / (profile.memory.bandwidth_bytes_per_s * profile.memory.elementwise_curve.at(per_op))

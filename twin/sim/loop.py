@@ -25,7 +25,8 @@ import numpy as np
 import simpy
 
 from twin.config.scenario import Scenario
-from twin.cost.phases import learner_phases, optimizer_time, switch_time
+from twin.cost.learner import optimizer_time
+from twin.cost.phases import learner_phases, switch_time
 from twin.cost.weight_sync import weight_sync_cost
 from twin.sim.producer import Producer, Ready
 from twin.sim.result import PHASE_LINK, SimResult, StepRecord

@@ -14,22 +14,8 @@ import heapq
 
 import numpy as np
 
+from twin.heap import sift_down
 from twin.jit import njit
-
-
-@njit
-def _sift_down(keys, ids, size, i):
-    while True:
-        left, right, best = 2 * i + 1, 2 * i + 2, i
-        if left < size and (keys[left] < keys[best] or (keys[left] == keys[best] and ids[left] < ids[best])):
-            best = left
-        if right < size and (keys[right] < keys[best] or (keys[right] == keys[best] and ids[right] < ids[best])):
-            best = right
-        if best == i:
-            return
-        keys[i], keys[best] = keys[best], keys[i]
-        ids[i], ids[best] = ids[best], ids[i]
-        i = best
 
 
 def new_pool(workers: int) -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +53,7 @@ def sandbox_queue_kernel(arrival, service, failed, keys, ids, timeout):
         start[j], end[j], worker[j], attempts[j], ok[j] = t0, t, w, k, success
         busy[w] += t - t0
         keys[0] = t
-        _sift_down(keys, ids, workers, 0)
+        sift_down(keys, ids, workers, 0)
     return start, end, worker, attempts, ok, busy
 
 

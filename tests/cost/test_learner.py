@@ -1,0 +1,41 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twin.config.load import load_scenario
+from twin.cost.learner import balance, balance_kernel, balance_reference, forward_pass_time, update_time
+
+
+@settings(max_examples=100, deadline=None)
+@given(seqs=st.lists(st.integers(1, 30_000), min_size=1, max_size=300), ranks=st.integers(1, 64))
+def test_balance_kernel_matches_reference(seqs, ranks):
+    desc = np.sort(np.asarray(seqs, dtype=np.float64))[::-1].copy()
+    for a, b in zip(balance_kernel(desc, ranks), balance_reference(desc, ranks)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_balance_conserves_tokens_and_never_splits_a_sequence():
+    seqs = np.array([28_000, 500, 400, 300, 200, 100], dtype=float)
+    tokens, pairs = balance(seqs, 4)
+    assert tokens.sum() == seqs.sum()
+    assert tokens.max() == 28_000  # the longest sequence alone sets the pace
+    assert pairs.sum() == pytest.approx((seqs * (seqs + 1) / 2).sum())
+
+
+def _scenario(gpus: int):
+    return load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": gpus // 8},
+                          "algorithm": {"minibatches": 16}})
+
+
+def test_more_gpus_stop_helping_when_one_sequence_dominates_a_rank():
+    """Many short sequences and a few maximal ones: halving per-rank work stops paying once a
+    rank holds one 28K sequence (verl 64 → 128 GPUs, PUBLISHED.md A)."""
+    rng = np.random.default_rng(0)
+    seqs = np.r_[rng.integers(2000, 8000, 8000), np.full(64, 28_000)].astype(float)
+    rng.shuffle(seqs)
+    t32, t64, t128 = (update_time(_scenario(g), seqs) for g in (32, 64, 128))
+    assert t64 / t32 < 0.6          # plenty of sequences per rank: near-linear
+    assert t128 / t64 > 0.65        # few per rank: the longest sequences set the pace
+    f64, f128 = (forward_pass_time(_scenario(g), seqs) for g in (64, 128))
+    assert f128 < f64

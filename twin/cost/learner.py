@@ -1,0 +1,112 @@
+"""The learner's passes over one step's sequences, rank by rank.
+
+Data-parallel training splits each (mini-)batch over the DP ranks; a pass lasts as long as
+its slowest rank. RL frameworks balance sequences by token count (verl's ``balance_batch``,
+NeMo-RL's sequence packing) — modelled here as longest-first to the least-loaded rank.
+Balancing cannot split a sequence: with few sequences per rank (many GPUs, 28K-token
+responses) the longest sequence sets the pace and adding GPUs stops helping, exactly the
+flattening verl measured from 64 to 128 GPUs (PUBLISHED.md A).
+
+Each rank's time is the larger of its compute (its FLOPs at the GEMM efficiency of one
+micro-batch) and its ZeRO-3 traffic (parameter all-gathers and gradient reduce-scatters per
+micro-batch), which FSDP overlaps with compute.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from twin.config.scenario import Scenario
+from twin.cost import transformer as tf
+from twin.cost.collectives import Topology
+from twin.cost.roofline import compute_time, memory_time
+from twin.heap import sift_down
+from twin.jit import njit
+
+
+@njit
+def balance_kernel(seqs_desc, ranks):
+    """Per-rank tokens and causal pairs after longest-first greedy placement of whole
+    sequences (``seqs_desc`` sorted longest first) on the least-loaded rank (ties: lowest)."""
+    tokens = np.zeros(ranks)
+    pairs = np.zeros(ranks)
+    keys = np.zeros(ranks)
+    ids = np.arange(ranks)
+    for s in seqs_desc:
+        r = ids[0]
+        tokens[r] += s
+        pairs[r] += s * (s + 1) / 2
+        keys[0] += s
+        sift_down(keys, ids, ranks, 0)
+    return tokens, pairs
+
+
+def balance_reference(seqs_desc: np.ndarray, ranks: int) -> tuple[np.ndarray, np.ndarray]:
+    """Plain-Python twin of :func:`balance_kernel` (``heapq`` of (load, rank))."""
+    tokens, pairs = np.zeros(ranks), np.zeros(ranks)
+    heap = [(0.0, r) for r in range(ranks)]
+    for s in seqs_desc:
+        load, r = heapq.heappop(heap)
+        tokens[r] += s
+        pairs[r] += s * (s + 1) / 2
+        heapq.heappush(heap, (load + s, r))
+    return tokens, pairs
+
+
+def balance(seqs: np.ndarray, ranks: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-rank token totals and Σ s(s+1)/2 (causal attention pairs) of a balanced split."""
+    return balance_kernel(np.sort(np.asarray(seqs, dtype=np.float64))[::-1].copy(), ranks)
+
+
+def _pass_time(scenario: Scenario, seqs: np.ndarray, flop_factor: float, gathers: int,
+               reduce_scatters: int) -> float:
+    """One pass over ``seqs`` split across the DP ranks; ``flop_factor`` × a forward's FLOPs."""
+    if len(seqs) == 0:
+        return 0.0
+    arch, t, gpu = scenario.model, scenario.placement.trainer, scenario.cluster.gpu
+    dp = scenario.trainer_dp
+    tokens, pairs = balance(seqs, dp)
+    split = t.tp * t.pp
+    flops = flop_factor * (2.0 * tf.body_params(arch) * tokens
+                           + arch.attention_flops_per_token_pair * pairs
+                           + 2.0 * tf.head_params(arch) * tokens) / split
+    per_call = tf.gemm_flops_per_call(arch, t.micro_batch_tokens) / t.tp
+    compute = np.array([compute_time(f, gpu, arch.dtype, per_call) for f in flops])
+    if t.zero_stage < 3 or dp == 1:
+        return float(compute.max())
+    topo = Topology.of(scenario.cluster)
+    group = topo.gpus(0, dp)
+    shard_bytes = arch.weight_bytes / split
+    per_micro = (gathers * topo.collective_time("all_gather", shard_bytes, group)
+                 + reduce_scatters * topo.collective_time("reduce_scatter", shard_bytes, group))
+    micro = np.maximum(1.0, np.ceil(tokens / t.micro_batch_tokens))
+    return float(np.maximum(compute, micro * per_micro).max())
+
+
+def forward_pass_time(scenario: Scenario, seqs: np.ndarray) -> float:
+    """A scoring pass (old log-probs, reference, values): one forward with logits everywhere."""
+    return _pass_time(scenario, seqs, 1.0, gathers=1, reduce_scatters=0)
+
+
+def update_time(scenario: Scenario, seqs: np.ndarray) -> float:
+    """PPO epochs × mini-batches of forward + backward (+ recompute), each ending in an
+    optimizer step; mini-batches are consecutive slices of the step's sequences."""
+    a, t = scenario.algorithm, scenario.placement.trainer
+    factor = 4.0 if t.recompute else 3.0
+    gathers = 3 if t.recompute else 2  # forward, backward (and the recomputed forward)
+    total = 0.0
+    for _ in range(a.ppo_epochs):
+        for chunk in np.array_split(np.asarray(seqs), a.minibatches):
+            total += _pass_time(scenario, chunk, factor, gathers, reduce_scatters=1)
+            total += optimizer_time(scenario)
+    return total
+
+
+def optimizer_time(scenario: Scenario) -> float:
+    """Adam step on one GPU's shard: read and write fp32 master, m, v and read the grads
+    (memory-bound: 4·3·2 + 2 = 26 bytes per parameter)."""
+    t = scenario.placement.trainer
+    shard = scenario.model.total_params / (t.tp * t.pp * (scenario.trainer_dp if t.zero_stage >= 1 else 1))
+    return memory_time(26 * shard, scenario.cluster.gpu)
