@@ -81,10 +81,10 @@ def _faster_network(s: Scenario, report: dict) -> dict | None:
 
 
 def _faster_sync(s: Scenario, report: dict) -> dict:
-    from twin.cost.weight_sync import DEFAULT_CONVERT_RATE, sync_method
+    from twin.cost.weight_sync import convert_rate, staging_rate
 
-    rate = s.weight_sync.gather_convert_bytes_per_s or DEFAULT_CONVERT_RATE[sync_method(s)][0]
-    return {"weight_sync.gather_convert_bytes_per_s": 2 * rate}
+    return {"weight_sync.gather_convert_bytes_per_s": 2 * convert_rate(s),
+            "weight_sync.staging_bytes_per_s": 2 * staging_rate(s)}
 
 
 def _split(s: Scenario, report: dict) -> dict:
@@ -126,7 +126,7 @@ PRESSURES: dict[str, Pressure] = {p.name: p for p in (
              "×2 reward workers (sandboxes, CPU cores or reward-model GPUs)", "reward", _more_reward),
     Pressure("network_x2", "faster links", "×2 link bandwidth (NVLink and network)", "weight_sync",
              _faster_network),
-    Pressure("weight_sync_x2", "faster weight sync", "×2 weight-sync gather/convert speed",
+    Pressure("weight_sync_x2", "faster weight sync", "×2 weight-sync software speed (gather/convert and staging)",
              "weight_sync", _faster_sync),
     Pressure("staleness_plus1", "staleness +1", "+1 staleness (colocated: async on the same GPUs)",
              "rollout", _more_staleness),

@@ -112,6 +112,13 @@ class ModelArch(Strict):
         return self.num_layers - self.moe_layers
 
     @property
+    def ffn_params(self) -> int:
+        """Dense FFN and routed-expert projection weights: the bulk of a weight transfer.
+        Shared experts are excluded (NeMo-RL's reshard refit sends them with the rest)."""
+        moe = self.moe_layers * self.moe.num_experts * self.expert_params if self.moe else 0
+        return self.dense_layers * self.dense_ffn_params + moe
+
+    @property
     def embedding_params(self) -> int:
         """Input embedding plus the output head (once when they are tied)."""
         return self.vocab_size * self.hidden_size * (1 if self.tie_embeddings else 2)

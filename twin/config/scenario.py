@@ -278,15 +278,20 @@ Reward = Annotated[Union[RuleReward, SandboxReward, ModelReward, JudgeReward], F
 class WeightSync(Strict):
     """How new weights reach the rollout engines after an optimizer step."""
 
-    method: Literal["auto", "reshard", "nccl_broadcast", "checkpoint"] = Field(
+    method: Literal["auto", "reshard", "nccl_broadcast", "nccl_reshard", "checkpoint"] = Field(
         default="auto",
-        description="auto: reshard when colocated, nccl_broadcast otherwise.",
+        description="auto: reshard when colocated, nccl_broadcast otherwise; nccl_reshard is "
+        "NeMo-RL's shard-to-shard refit between separate pools.",
     )
     bucket_bytes: float = Field(default=512 * 2**20, gt=0,
                                 description="Bucket size for gathering and sending (verl 512 MiB).")
     gather_convert_bytes_per_s: float | None = Field(
         default=None, gt=0,
-        description="Sender-side gather/convert/bucketing throughput; default per method, see docs.",
+        description="Sender-side gather/convert/bucketing throughput (default fitted on verl's 72B).",
+    )
+    staging_bytes_per_s: float | None = Field(
+        default=None, gt=0,
+        description="Receiver-side staging into the engine, per GPU (default fitted on NeMo-RL's refit).",
     )
     storage_bytes_per_s: float = Field(
         default=2e9, gt=0, description="checkpoint method: shared-storage write+read bandwidth."

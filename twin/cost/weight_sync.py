@@ -1,20 +1,27 @@
 """Weight sync: getting the trainer's new weights into the rollout engines.
 
-Three costs, as measured systems show (PUBLISHED.md C): the sender-side *gather/convert*
-(summoning FSDP shards into full tensors, renaming, re-layout for the engine's TP,
-bucketing), the *wire* (a collective on the topology), and the engine's *load* (copying
-into its own buffers). For a 72B model verl spent ~23.5 s gathering and bucketing and only
-0.5–1.8 s on the wire: a model with only a wire term is wrong by an order of magnitude.
+Every method costs three terms, as measured systems show (PUBLISHED.md C):
+
+* **gather/convert** on the sender: summoning FSDP shards into full tensors, renaming,
+  re-layout, bucketing — verl spent ~23.5 s of a 72B broadcast here and only 0.5–1.8 s on
+  the wire, so a model with only a wire term is wrong by an order of magnitude;
+* the **wire**: a collective on the topology;
+* **staging** on the receiver: copying received bytes into the engine's fused parameters.
 
 Methods:
-* ``reshard`` (colocated, verl hybrid engine / NeMo-RL refit): an all-gather over the
-  trainer GPUs, then each GPU converts the full weights into its engine's layout.
-* ``nccl_broadcast`` (separate pools): the trainer gathers and buckets the full weights,
-  then broadcasts them to every rollout GPU over the network.
-* ``checkpoint``: write to shared storage, every engine reads it back.
 
-The gather/convert throughput is a property of the software stack, not the hardware. Its
-defaults are fitted on one published figure per method (below) and predict the others.
+* ``reshard`` (colocated, verl hybrid engine / NeMo-RL colocated IPC): an all-gather over
+  the trainer GPUs, then every GPU stages its engine's shard (W/tp) into the engine.
+* ``nccl_broadcast`` (separate pools, verl): trainer rank 0 gathers and converts the full
+  weights and broadcasts them to every rollout GPU; each engine rank keeps and stages its
+  shard.
+* ``nccl_reshard`` (separate pools, NeMo-RL's shard-to-shard refit): each rollout GPU
+  receives exactly its shard of the FFN weights from the trainer ranks; the rest
+  (attention, embeddings, norms, shared experts) goes by packed broadcast.
+* ``checkpoint``: gather, write to shared storage, every engine reads it back.
+
+The two software rates are properties of the stack, not the hardware. Each is fitted on one
+published figure (below) and predicts the others (``scenarios/validation/``).
 """
 
 from __future__ import annotations
@@ -23,20 +30,19 @@ from dataclasses import dataclass
 
 from twin.config.scenario import Scenario
 from twin.cost.collectives import Topology
-from twin.cost.roofline import memory_time
 
-QWEN3_4B_BYTES = 4.02e9 * 2  # bf16 weights, from the model's config
-QWEN25_72B_BYTES = 72.7e9 * 2
+# verl issue 7060 (H100, NCCL full broadcast): Qwen2.5-72B, ~23.5 s of sender-side gathering
+# and bucketing of its 72.7 B bf16 parameters.
+CONVERT_BYTES_PER_S = 72.7e9 * 2 / 23.5
+# NeMo-RL nccl-reshard-refit docs (H100, DP8 -> TP8): Qwen3-4B refit 0.21–0.34 s (midpoint
+# 0.275 s). Of its 8.04 GB, 5.38 GB are FFN weights (each of the 8 rollout GPUs receives
+# 1/8; the docs' "XferDTensor fraction" 66.9% agrees) and 2.66 GB go by broadcast to all of
+# them: 3.33 GB staged per GPU in 0.265 s (the midpoint less ~0.01 s on the wire here).
+STAGING_BYTES_PER_S = 3.33e9 / 0.265
 
-# NeMo-RL nccl-reshard-refit docs: Qwen3-4B refit 0.21–0.34 s on H100 (midpoint 0.275 s).
-RESHARD_CONVERT_BYTES_PER_S = QWEN3_4B_BYTES / 0.275
-# verl issue 7060: 72B full broadcast on H100, ~23.5 s of sender-side gather and bucketing.
-BROADCAST_CONVERT_BYTES_PER_S = QWEN25_72B_BYTES / 23.5
-
-DEFAULT_CONVERT_RATE = {
-    "reshard": (RESHARD_CONVERT_BYTES_PER_S, "NeMo-RL refit, Qwen3-4B 0.21–0.34 s on H100"),
-    "nccl_broadcast": (BROADCAST_CONVERT_BYTES_PER_S, "verl issue 7060, 72B gather 23.5 s on H100"),
-    "checkpoint": (BROADCAST_CONVERT_BYTES_PER_S, "as nccl_broadcast: the same gather precedes the write"),
+SOURCES = {
+    "convert": "verl issue 7060: 72B, 23.5 s of gather and bucketing on H100",
+    "staging": "NeMo-RL nccl-reshard-refit: Qwen3-4B 0.21–0.34 s on H100, DP8 -> TP8",
 }
 
 
@@ -59,23 +65,39 @@ def sync_method(scenario: Scenario) -> str:
     return m
 
 
+def convert_rate(scenario: Scenario) -> float:
+    return scenario.weight_sync.gather_convert_bytes_per_s or CONVERT_BYTES_PER_S
+
+
+def staging_rate(scenario: Scenario) -> float:
+    return scenario.weight_sync.staging_bytes_per_s or STAGING_BYTES_PER_S
+
+
 def weight_sync_cost(scenario: Scenario) -> WeightSyncCost:
     """Seconds to move one new set of weights from the trainer into every engine."""
     arch, ws, p = scenario.model, scenario.weight_sync, scenario.placement
     topo = Topology.of(scenario.cluster)
     method = sync_method(scenario)
     w = arch.weight_bytes
-    rate = ws.gather_convert_bytes_per_s or DEFAULT_CONVERT_RATE[method][0]
-    load = memory_time(w / p.rollout.tp, scenario.cluster.gpu)
+    tp = p.rollout.tp
+    trainer = topo.gpus(0, p.trainer.gpus)
     if method == "reshard":
-        trainer = topo.gpus(0, p.trainer.gpus)
         wire = topo.collective_time("all_gather", w / (p.trainer.tp * p.trainer.pp), trainer)
-        return WeightSyncCost(method, w / rate, wire, load)
+        return WeightSyncCost(method, 0.0, wire, w / tp / staging_rate(scenario))
+    rollout = topo.gpus(p.trainer.gpus, p.rollout.gpus)  # pools laid out trainer first
     if method == "nccl_broadcast":
-        # Trainer pool first, rollout pool after it; the broadcast spans trainer rank 0 and
-        # every rollout GPU.
-        group = [0] + topo.gpus(p.trainer.gpus, p.rollout.gpus)
-        wire = topo.collective_time("broadcast", w, group)
-        return WeightSyncCost(method, w / rate, wire, load)
-    storage = ws.storage_bytes_per_s
-    return WeightSyncCost(method, w / rate, 2 * w / storage, load)
+        wire = topo.collective_time("broadcast", w, [0] + rollout)
+        return WeightSyncCost(method, w / convert_rate(scenario), wire, w / tp / staging_rate(scenario))
+    if method == "nccl_reshard":
+        bulk = arch.ffn_params * arch.bytes_per_param
+        misc = w - bulk
+        per_gpu = bulk / tp  # each rollout GPU receives its own shard of the FFN weights
+        # The bulk moves point to point: a rollout GPU's shard arrives over its own link,
+        # while the trainer GPUs send in parallel; the misc part is one packed broadcast.
+        fixed, per_byte = topo.collective_cost("p2p", [0, rollout[0]])
+        send_per_gpu = bulk * (len(rollout) // tp) / p.trainer.gpus
+        wire = fixed + per_byte * max(per_gpu, send_per_gpu)
+        wire += topo.collective_time("broadcast", misc, [0] + rollout)
+        return WeightSyncCost(method, 0.0, wire, (per_gpu + misc) / staging_rate(scenario))
+    gather = w / convert_rate(scenario)
+    return WeightSyncCost(method, gather, 2 * w / ws.storage_bytes_per_s, w / tp / staging_rate(scenario))
