@@ -8,9 +8,8 @@ import yaml
 
 from twin.config.scenario import Scenario
 from twin.cost.engine import engine_costs
-from twin.cost.memory import GiB, memory_report
+from twin.cost.memory import GiB, memory_problem, memory_report  # noqa: F401 (memory_problem: re-exported)
 from twin.cost.phases import generation_bound, phase_estimates, sample_step, step_estimate
-from twin.errors import InputError
 
 
 def resolved_dict(scenario: Scenario) -> dict[str, Any]:
@@ -48,20 +47,6 @@ def check_report(scenario: Scenario) -> dict[str, Any]:
             "step_s": round(step_estimate(scenario, phases), 4),
         }
     return report
-
-
-def memory_problem(scenario: Scenario, file: str | None = None) -> InputError | None:
-    """The first role that does not fit, as an input error naming the field to change."""
-    for m in memory_report(scenario):
-        if not m.fits:
-            hint = {
-                "rollout": "raise placement.rollout.tp or gpu_memory_utilization, or shorten responses",
-                "trainer": "raise trainer GPUs, zero_stage or tp/pp; enable recompute or offload; "
-                "lower micro_batch_tokens",
-            }[m.role]
-            return InputError(f"model does not fit in memory: {m.problem}", file=file,
-                              field=m.field_path, allowed=hint)
-    return None
 
 
 def render_check(scenario: Scenario, report: dict[str, Any]) -> str:

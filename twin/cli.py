@@ -23,6 +23,11 @@ examples:
   twin check grpo-7b-colocated --json -      the same as JSON on stdout
   twin run                                   simulate the default scenario: which link binds
   twin run agentic-search-4b --set algorithm.staleness=2 --json report.json --trace trace.json
+  twin whatif code-rl-sandbox-7b --pressure reward_x2 --pressure placement.rollout.gpus=24
+  twin validate                              the twin against published runs (exit 1 on a miss)
+  twin validate --probe                      the twin against a real torch RL loop on this machine
+  twin calibrate --device cuda --out my-gpu.yaml   measure a GPU into a hardware profile
+  twin tui                                   the interactive planner (pip install "rltwin[tui]")
 
 --set takes any field of the scenario as a dotted path; values are read as YAML
 (64, true, 0.9, "{kind: fixed, value: 512}").
@@ -75,6 +80,18 @@ def _parser() -> argparse.ArgumentParser:
     whatif.add_argument("--pressure", dest="pressures", action="append", metavar="NAME|PATH=VALUE",
                         help="a pressure to try (repeatable; default: all built-in ones)")
     sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles")
+    validate = sub.add_parser(
+        "validate", help="predicted vs published figures (twin validate [DIR]); --probe: vs a real torch loop here",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run every case file in DIR (default: the built-in cases of "
+        "../shared/validation/PUBLISHED.md A-D) and print predicted vs expected with the error of "
+        "each figure, the shape checks, and a summary line. Exit code 1 when any figure is outside "
+        "its tolerance. `twin validate --probe [...]` instead runs a small real GRPO loop in torch "
+        "on this machine and compares it with the twin (see `twin validate --probe --help`).")
+    validate.add_argument("directory", nargs="?", type=Path, default=None, metavar="DIR",
+                          help="a folder of case YAML files")
+    validate.add_argument("--json", dest="json_path", metavar="PATH|-", help="also write the figures as JSON")
+    sub.add_parser("tui", add_help=False, help="the interactive capacity planner (needs rltwin[tui])")
     sub.add_parser("calibrate", add_help=False,
                    help="measure this CPU or GPU into a hardware profile (twin calibrate --help)")
     return parser
@@ -82,19 +99,33 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["calibrate"]:  # the calibrate package owns its options (python -m calibrate)
-        from calibrate.cli import main as calibrate_main
-
-        return calibrate_main(argv[1:])
-    parser = _parser()
-    args = parser.parse_args(argv)
     try:
+        # Three commands own their options: they forward the rest of the line.
+        if argv[:1] == ["calibrate"]:  # also `python -m calibrate`, with torch alone installed
+            from calibrate.cli import main as calibrate_main
+
+            return calibrate_main(argv[1:])
+        if argv[:1] == ["validate"] and "--probe" in argv:
+            from calibrate.validate_probe import main as probe_main
+
+            return probe_main([a for a in argv[1:] if a != "--probe"])
+        if argv[:1] == ["tui"]:
+            import tui
+
+            tui.require_textual()
+            from tui.app import main as tui_main
+
+            return tui_main(argv[1:])
+        parser = _parser()
+        args = parser.parse_args(argv)
         if args.command == "check":
             return _check(args)
         if args.command == "run":
             return _run(args)
         if args.command == "whatif":
             return _whatif(args)
+        if args.command == "validate":
+            return _validate(args)
         if args.command == "list":
             return _list()
         parser.print_help()
@@ -108,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _check(args) -> int:
-    from twin.check import check_report, memory_problem, render_check
+    from twin.check import check_report, render_check
+    from twin.cost.memory import memory_problem
     from twin.config.load import load_scenario, scenario_path
 
     scenario = load_scenario(args.scenario, args.overrides)
@@ -129,7 +161,7 @@ def _run(args) -> int:
     from twin.api import Report
     from twin.analysis.report import build_report
     from twin.analysis.trace import chrome_trace
-    from twin.check import memory_problem
+    from twin.cost.memory import memory_problem
     from twin.config.load import load_scenario, scenario_path
     from twin.progress import progress_printer
     from twin.render import render_run
@@ -160,6 +192,30 @@ def _run(args) -> int:
     return 0
 
 
+def _validate(args) -> int:
+    from twin.validate import all_ok, case_files, render, validate_source
+
+    files = case_files(args.directory)
+    results = []
+    for path in files:
+        print(f"validating {path.name} ...", file=sys.stderr, flush=True)
+        results.append(validate_source(path))
+    text = render(results)
+    data = [{"source": r.source.source, "file": r.path.name, "fitted": r.fitted,
+             "figures": [{"case": f.case, "metric": f.metric, "predicted": f.predicted,
+                          "expected": f.expected, "error": f.error, "ok": f.ok, "fitted": f.fitted}
+                         for f in r.figures],
+             "checks": [{"description": c.description, "ratio": ratio, "ok": ok} for c, ratio, ok in r.checks]}
+            for r in results]
+    if args.json_path == "-":
+        print(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        print(text)
+        if args.json_path:
+            _write_atomic(Path(args.json_path), json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return 0 if all_ok(results) else 1
+
+
 def _pressure_names() -> list[str]:
     from twin.verdict import PRESSURES
 
@@ -168,7 +224,7 @@ def _pressure_names() -> list[str]:
 
 def _whatif(args) -> int:
     from twin.analysis.report import build_report
-    from twin.check import memory_problem
+    from twin.cost.memory import memory_problem
     from twin.config.load import load_scenario, scenario_path
     from twin.sim.loop import simulate
     from twin.verdict import resolve_pressures, sensitivity

@@ -122,8 +122,12 @@ class TrainerPlacement(Strict):
         default=3, description="0: DDP; 1: shard optimizer; 2: + grads; 3: + params (FSDP)."
     )
     recompute: bool = Field(default=True, description="Activation checkpointing (verl's default).")
-    offload_optimizer: bool = False
-    offload_params: bool = False
+    offload_optimizer: bool = Field(
+        default=False, description="Colocated: optimizer state waits on the host while the engine "
+        "generates (verl optimizer_offload; NeMo-RL offloads before refit).")
+    offload_params: bool = Field(
+        default=False, description="Colocated: weights and grads wait on the host while the engine "
+        "generates (verl param_offload).")
     micro_batch_tokens: Count = Field(
         default=16384, description="Tokens per GPU per micro-batch (verl ppo_max_token_len_per_gpu)."
     )

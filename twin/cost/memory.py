@@ -20,6 +20,7 @@ import numpy as np
 
 from twin.config.model import ModelArch
 from twin.config.scenario import Scenario
+from twin.errors import InputError
 
 GiB = 2**30
 
@@ -58,11 +59,19 @@ def trainer_state_bytes(arch: ModelArch, scenario: Scenario) -> dict[str, float]
         "gradients (16-bit)": 2 * psi / shard(2),
         "optimizer (fp32 master, m, v)": 12 * psi / shard(1),
     }
-    if t.offload_params:
-        items["weights (16-bit)"] = 0.0
-    if t.offload_optimizer:
-        items["optimizer (fp32 master, m, v)"] = 0.0
     return items
+
+
+def offloaded_state_bytes(arch: ModelArch, scenario: Scenario) -> float:
+    """Trainer state moved to the host while the engine generates (colocated mode), and back
+    for training: verl's param/optimizer offload, NeMo-RL's offload before refit."""
+    t, state = scenario.placement.trainer, trainer_state_bytes(arch, scenario)
+    moved = 0.0
+    if t.offload_params:
+        moved += state["weights (16-bit)"] + state["gradients (16-bit)"]
+    if t.offload_optimizer:
+        moved += state["optimizer (fp32 master, m, v)"]
+    return moved
 
 
 def trainer_activation_bytes(arch: ModelArch, scenario: Scenario) -> dict[str, float]:
@@ -104,8 +113,12 @@ def rollout_memory(scenario: Scenario) -> RoleMemory:
     r = scenario.placement.rollout
     items: dict[str, float] = {}
     if scenario.placement.mode == "colocated":
-        # The trainer's state stays resident while the engine runs (no offload), as in verl.
-        items.update({f"trainer {k}": v for k, v in trainer_state_bytes(arch, scenario).items()})
+        # The trainer's state stays resident while the engine runs, unless it is offloaded.
+        t = scenario.placement.trainer
+        for k, v in trainer_state_bytes(arch, scenario).items():
+            offloaded = t.offload_optimizer if k.startswith("optimizer") else t.offload_params
+            if not offloaded:
+                items[f"trainer {k}"] = v
     items["weights"] = arch.weight_bytes / r.tp
     items["activation workspace"] = engine_workspace_bytes(arch, scenario)
     budget = cap * r.gpu_memory_utilization
@@ -156,3 +169,17 @@ def _upper(dist) -> float:
     if np.isfinite(bound):
         return bound
     return float(np.quantile(dist.sample(np.random.default_rng(0), 100_000), 0.999))
+
+
+def memory_problem(scenario: Scenario, file: str | None = None) -> InputError | None:
+    """The first role that does not fit, as an input error naming the field to change."""
+    hints = {
+        "rollout": "raise placement.rollout.tp or gpu_memory_utilization, shorten responses, or "
+        "(colocated) offload trainer state with placement.trainer.offload_params/offload_optimizer",
+        "trainer": "raise trainer GPUs, zero_stage or tp/pp; enable recompute; lower micro_batch_tokens",
+    }
+    for m in memory_report(scenario):
+        if not m.fits:
+            return InputError(f"model does not fit in memory: {m.problem}", file=file,
+                              field=m.field_path, allowed=hints[m.role])
+    return None

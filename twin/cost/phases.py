@@ -15,6 +15,7 @@ from twin.config.registry import resolve_profile
 from twin.config.scenario import Scenario
 from twin.cost import transformer as tf
 from twin.cost.engine import EngineCosts, engine_costs
+from twin.cost.memory import offloaded_state_bytes
 from twin.cost.roofline import compute_time, memory_time
 from twin.cost.learner import forward_pass_time, optimizer_time, update_time
 from twin.cost.weight_sync import weight_sync_cost
@@ -84,16 +85,11 @@ def learner_phases(scenario: Scenario, seqs: np.ndarray) -> dict[str, float]:
 
 
 def switch_time(scenario: Scenario) -> float:
-    """Colocated mode, one direction: put the engine to sleep (weights to host, KV freed) or
-    wake it (weights back), plus the trainer's offloaded state moving the other way."""
-    gpu, arch, t = scenario.cluster.gpu, scenario.model, scenario.placement.trainer
-    link = resolve_host_link(scenario)
-    moved = arch.weight_bytes / scenario.placement.rollout.tp
-    psi = arch.total_params / (t.tp * t.pp * (scenario.trainer_dp if t.zero_stage >= 3 else 1))
-    if t.offload_params:
-        moved += 2 * psi
-    if t.offload_optimizer:
-        moved += 12 * arch.total_params / (t.tp * t.pp * (scenario.trainer_dp if t.zero_stage >= 1 else 1))
+    """Colocated mode, one direction: the engine sleeps (weights to the host, KV cache freed)
+    or wakes (weights back), and offloaded trainer state moves the other way, over the
+    GPU's host link."""
+    arch, link = scenario.model, resolve_host_link(scenario)
+    moved = arch.weight_bytes / scenario.placement.rollout.tp + offloaded_state_bytes(arch, scenario)
     return moved / (link.bandwidth_bytes_per_s * link.efficiency.at(moved)) + link.latency_s
 
 

@@ -26,6 +26,7 @@ import simpy
 
 from twin.config.scenario import Scenario
 from twin.cost.learner import optimizer_time
+from twin.cost.memory import memory_problem
 from twin.cost.phases import learner_phases, switch_time
 from twin.cost.weight_sync import weight_sync_cost
 from twin.sim.producer import Producer, Ready
@@ -36,7 +37,13 @@ Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated se
 
 
 def simulate(scenario: Scenario, progress: Progress | None = None) -> SimResult:
-    """Simulate ``scenario.run.steps`` optimizer steps; deterministic for a scenario + seed."""
+    """Simulate ``scenario.run.steps`` optimizer steps; deterministic for a scenario + seed.
+
+    Raises :class:`~twin.errors.InputError` when a role does not fit in GPU memory.
+    """
+    problem = memory_problem(scenario)
+    if problem is not None:
+        raise problem
     return _Loop(scenario, progress).run()
 
 

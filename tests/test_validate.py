@@ -1,0 +1,89 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from twin.cli import main
+from twin.errors import InputError
+from twin.validate import builtin_cases_dir, case_files, load_source, metric, render, validate_source
+
+
+def test_every_builtin_case_file_is_well_formed():
+    files = case_files(None)
+    assert {p.name[0] for p in files} >= {"A", "B", "C", "D"}
+    for path in files:
+        source = load_source(path)
+        assert source.assumptions.strip() and source.cases
+        names = {c.name for c in source.cases}
+        if source.fit:
+            assert source.fit.case in names
+        for check in source.checks:
+            assert {check.numerator, check.denominator} <= names
+
+
+def test_metric_lookup():
+    report = {"step_time_s": 3.0, "breakdown": {"generation": 2.0}, "throughput": {"tokens_per_s": 9.0}}
+    assert metric(report, "step_time_s") == 3.0
+    assert metric(report, "generation") == 2.0
+    assert metric(report, "throughput.tokens_per_s") == 9.0
+    with pytest.raises(KeyError):
+        metric(report, "throughput.nothing")
+
+
+def _source(tmp_path: Path, expected_sync: float, tolerance: float = 0.2) -> Path:
+    data = {
+        "source": "synthetic",
+        "tolerance": tolerance,
+        "assumptions": "a weight sync whose staging rate is fitted on one model and predicts another",
+        "base": {"cluster": {"gpus_per_node": 8}, "placement": {"mode": "disaggregated"},
+                 "weight_sync": {"method": "nccl_reshard"},
+                 "algorithm": {"prompts_per_step": 2, "responses_per_prompt": 2},
+                 "workload": {"prompt_tokens": {"kind": "fixed", "value": 16},
+                              "response_tokens": {"kind": "fixed", "value": 16}},
+                 "run": {"steps": 1}},
+        "fit": {"parameter": "weight_sync.staging_bytes_per_s", "case": "small",
+                "metric": "counters.weight_sync_s", "bounds": [1e9, 1e11]},
+        "cases": [
+            {"name": "small", "set": {"model": "qwen3-4b", "cluster.nodes": 2, "placement.rollout.tp": 8},
+             "expected": {"counters.weight_sync_s": 0.3}},
+            {"name": "big", "set": {"model": "qwen3-30b-a3b", "cluster.nodes": 4, "placement.rollout.tp": 8},
+             "expected": {"counters.weight_sync_s": expected_sync}},
+        ],
+        "checks": [{"description": "bigger model, slower sync", "metric": "counters.weight_sync_s",
+                    "numerator": "big", "denominator": "small", "at_least": 1.5}],
+    }
+    path = tmp_path / "synthetic.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_fit_then_predict_reports_the_error_of_each_figure(tmp_path):
+    result = validate_source(_source(tmp_path, expected_sync=1.0))
+    fitted, predicted = result.figures
+    assert fitted.fitted and fitted.predicted == pytest.approx(0.3, rel=1e-3)
+    assert not predicted.fitted and predicted.predicted > 0.6
+    assert predicted.error == pytest.approx(predicted.predicted / 1.0 - 1)
+    assert all(ok for _, _, ok in result.checks)
+    text = render([result])
+    assert "validate: " in text.splitlines()[-1] and "(fitted)" in text
+
+
+def test_cli_exits_1_on_a_miss_and_0_when_all_hold(tmp_path, capsys):
+    miss_dir, ok_dir = tmp_path / "miss", tmp_path / "ok"
+    miss_dir.mkdir()
+    ok_dir.mkdir()
+    _source(miss_dir, expected_sync=100.0)
+    good = validate_source(_source(tmp_path, expected_sync=1.0)).figures[1].predicted
+    _source(ok_dir, expected_sync=good)
+    assert main(["validate", str(miss_dir)]) == 1
+    assert "MISS" in capsys.readouterr().out
+    assert main(["validate", str(ok_dir)]) == 0
+
+
+def test_bad_case_file_is_an_input_error(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("source: x\ntolerance: 2\nassumptions: y\nbase: {}\ncases: []\n")
+    with pytest.raises(InputError) as err:
+        load_source(bad)
+    assert err.value.file == str(bad)
+    assert main(["validate", str(tmp_path / "nope")]) == 2
