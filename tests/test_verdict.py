@@ -53,7 +53,7 @@ def test_slow_interconnect_makes_weight_sync_bind_and_bandwidth_pay():
     report, v = judge(data)
     assert report["bottleneck"][0]["link"] == "weight_sync"
     g = gains(v)
-    assert g["network_x2"] > 0.2 and g["network_x2"] > g["rollout_gpus_x2"]
+    assert g["network_x2"] > 0.1 and g["network_x2"] > g["rollout_gpus_x2"]
 
 
 def test_trainer_bound_run_is_saturated_and_trainer_gpus_pay():
