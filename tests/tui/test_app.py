@@ -1,0 +1,295 @@
+"""The TUI driven by keys, as a user would, with assertions on what it shows."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+pytest.importorskip("textual")
+
+import twin  # noqa: E402
+from tui.app import TwinApp  # noqa: E402
+from tui.figures import LINK_TITLE  # noqa: E402
+from tui.screens import ExportScreen, HelpScreen  # noqa: E402
+from tui.widgets.loop import NO_RUN  # noqa: E402
+from tui_helpers import SCENARIO, SMALL, app_test, settle, shown, table_rows  # noqa: E402
+
+SIZE = (80, 24)
+
+
+@app_test
+async def test_enter_runs_the_scenario_and_the_loop_highlights_the_binding_link(small_app):
+    expected = twin.simulate(SCENARIO, **SMALL).binding_link
+    async with small_app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        assert small_app.active_tab == "loop"
+        loop = shown(small_app, "#loop-text")
+        binding_lines = [line for line in loop.splitlines() if "◄ binds" in line]
+        assert len(binding_lines) == 1
+        assert LINK_TITLE[expected] in binding_lines[0]
+        assert "Diagnosis: " + LINK_TITLE[expected] in loop.replace("\n", " ")
+        assert "✓" in small_app.query_one("RunStatus").text
+
+
+@app_test
+async def test_verdict_tab_ranks_the_links(small_app):
+    async with small_app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("3")
+        data = small_app.baseline.data
+        rows = table_rows(small_app, "#verdict-links")
+        assert [r[0].strip("► ").strip() for r in rows] == [LINK_TITLE[b["link"]] for b in data["bottleneck"]]
+        assert rows[0][0].startswith("►")
+        shares = [float(r[1].rstrip("%")) for r in rows]
+        assert shares == sorted(shares, reverse=True)
+        assert shown(small_app, "#verdict-diagnosis").startswith("Diagnosis:")
+
+
+@app_test
+async def test_replay_scrubs_step_by_step_with_the_arrow_keys(small_app):
+    async with small_app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("4")
+        assert shown(small_app, "#replay-header").startswith("Step 1/2")
+        await pilot.press("right")
+        assert shown(small_app, "#replay-header").startswith("Step 2/2")
+        await pilot.press("right")  # past the last step: stays
+        assert shown(small_app, "#replay-header").startswith("Step 2/2")
+        await pilot.press("left")
+        assert shown(small_app, "#replay-header").startswith("Step 1/2")
+        chart = shown(small_app, "UtilisationChart")
+        assert chart.splitlines()[0].startswith("rollout")
+        timeline = shown(small_app, "StepTimeline")
+        resources = small_app.baseline.result.spans.resources
+        assert all(any(line.startswith(r) for line in timeline.splitlines()) for r in resources)
+
+
+@app_test
+async def test_whatif_edit_reruns_and_shows_the_new_figures_beside_the_baseline(small_app):
+    async with small_app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("5")
+        assert small_app.focused.id == "whatif-placement-rollout-gpus"
+        assert small_app.focused.value == "16"
+        await pilot.press("8", "enter")  # the field's text is selected on focus: 8 replaces 16
+        await settle(pilot)
+        assert small_app.whatif.data["scenario"]["placement"]["rollout"]["gpus"] == 8
+        result = shown(small_app, "#whatif-result")
+        step_line = next(line for line in result.splitlines() if line.startswith("step time"))
+        base, new = small_app.baseline.data["step_time_s"], small_app.whatif.data["step_time_s"]
+        assert f"{base:,.1f} s" in step_line and f"{new:,.1f} s" in step_line
+        assert f"{(new - base) / base * 100:+.1f}%" in step_line
+        gpus_line = next(line for line in result.splitlines() if line.startswith("GPUs"))
+        assert gpus_line.split()[1:3] == ["32", "24"]
+        assert "rollout GPUs 16→8" in shown(small_app, "#whatif-message")
+
+
+@pytest.mark.parametrize("typed, message", [
+    ("abc", "rollout GPUs: 'abc' is not a whole number"),
+    ("100", "placement.rollout.gpus"),  # the scenario's own validation: more GPUs than the cluster
+])
+@app_test
+async def test_bad_whatif_input_gets_an_inline_message_not_a_crash(small_app, typed, message):
+    async with small_app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("5", *typed, "enter")
+        await pilot.pause()
+        text = shown(small_app, "#whatif-message")
+        assert text.startswith("✗") and message in text
+        assert small_app.job is None and small_app.whatif is None
+        assert small_app.is_running
+
+
+@app_test
+async def test_mode_and_response_cap_apply_to_a_scenario_with_defaults():
+    """colocated → disaggregated must not ask for all GPUs twice (only changed fields apply),
+    and a cap on the default response lengths keeps their distribution."""
+    app = TwinApp("grpo-7b-colocated", dict(SMALL))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("5")
+        app.query_one("#whatif-workload-response_tokens-max").focus()
+        await pilot.press(*"8192", "escape")
+        await pilot.click("#whatif-mode")
+        await pilot.press("down", "enter")  # the option after colocated: disaggregated
+        await pilot.pause()
+        assert str(app.query_one("#whatif-mode").value) == "disaggregated"
+        await pilot.press("r")
+        await settle(pilot)
+        placement = app.whatif.data["scenario"]["placement"]
+        assert placement["mode"] == "disaggregated"
+        assert placement["rollout"]["gpus"] + placement["trainer"]["gpus"] <= 32
+        responses = app.whatif.data["scenario"]["workload"]["response_tokens"]
+        assert responses["max"] == 8192
+        assert responses["kind"] == app.baseline.data["scenario"]["workload"]["response_tokens"]["kind"]
+        assert "mode colocated→disaggregated" in shown(app, "#whatif-message")
+
+
+@app_test
+async def test_esc_cancels_a_run_and_the_interface_stays_usable():
+    steps_run = []
+    release = threading.Event()
+
+    def slow(request, progress):
+        for step in range(1, 1001):
+            release.wait(0.01)
+            steps_run.append(step)
+            progress(step, 1000, step * 10.0)  # raises once esc was pressed
+        raise AssertionError("the run was not cancelled")
+
+    app = TwinApp(SCENARIO, dict(SMALL), simulate=slow)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        while not steps_run:
+            await pilot.pause(0.02)
+        assert "Simulating" in app.query_one("RunStatus").text
+        await pilot.press("escape")
+        await settle(pilot)
+        assert "Cancelled" in app.query_one("RunStatus").text
+        assert len(steps_run) < 1000
+        assert app.baseline is None
+        await pilot.press("2")
+        assert shown(app, "#loop-text") == NO_RUN.replace("[b]", "").replace("[/]", "")
+
+
+@app_test
+async def test_a_failing_simulation_is_reported_not_raised():
+    def broken(request, progress):
+        raise RuntimeError("kernel exploded")
+
+    app = TwinApp(SCENARIO, dict(SMALL), simulate=broken)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "RuntimeError: kernel exploded" in app.query_one("RunStatus").text
+        assert app.is_running
+
+
+@app_test
+async def test_compare_runs_two_scenarios_side_by_side(small_app):
+    async with small_app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("6")
+        a, b = small_app.query_one("#compare-a").value, small_app.query_one("#compare-b").value
+        assert a == SCENARIO and b != SCENARIO
+        await pilot.press("r")
+        await settle(pilot)
+        table = shown(small_app, "#compare-table")
+        ra, rb = (twin.simulate(ref, **SMALL) for ref in (a, b))
+        step_line = next(line for line in table.splitlines() if line.startswith("step time"))
+        assert f"{ra.step_time_s:,.1f} s" in step_line and f"{rb.step_time_s:,.1f} s" in step_line
+        assert "model" in table and ra.data["scenario"]["model"]["name"] in table
+
+
+@app_test
+async def test_export_writes_the_report_and_the_trace_where_typed(small_app, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # short relative paths: each typed key costs a refresh
+    report_path, trace_path = tmp_path / "r.json", tmp_path / "out" / "t.json"
+    async with small_app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("x")
+        assert isinstance(small_app.screen, ExportScreen)
+        await pilot.press(*"r.json", "tab", *"out/t.json", "enter")
+        await pilot.pause()
+        assert not isinstance(small_app.screen, ExportScreen)
+        assert report_path.read_text() == small_app.baseline.to_json()
+        events = json.loads(trace_path.read_text())["traceEvents"]
+        assert any(e["ph"] == "X" for e in events)
+
+
+@app_test
+async def test_export_to_a_folder_is_refused_inline(small_app, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dir").mkdir()
+    async with small_app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("x", *"dir", "enter")
+        await pilot.pause()
+        assert isinstance(small_app.screen, ExportScreen)
+        assert "the report path is a folder" in shown(small_app.screen, "#export-message")
+        await pilot.press("escape")
+        assert not isinstance(small_app.screen, ExportScreen)
+
+
+@app_test
+async def test_help_opens_on_question_mark_and_closes_on_escape(small_app):
+    async with small_app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(small_app.screen, HelpScreen)
+        assert "Reading the verdict" in shown(small_app.screen, "#help-text")
+        await pilot.press("escape")
+        assert not isinstance(small_app.screen, HelpScreen)
+
+
+@app_test
+async def test_verdict_shows_marginal_gains_when_the_report_has_them(small_app):
+    from tui_helpers import recorded
+
+    def with_verdict(request, progress):
+        report = recorded("baseline")
+        report.data["verdict"] = {
+            "diagnosis": "rollout waits on its longest responses: async buys more than GPUs",
+            "sensitivity": [
+                {"pressure": "staleness+1", "description": "one more step off-policy",
+                 "useful_trajectories_per_hour": 50_000.0, "gain": 0.4},
+                {"pressure": "rollout_gpus×2", "description": "twice the engines",
+                 "useful_trajectories_per_hour": 40_000.0, "gain": 0.1},
+            ],
+        }
+        return report
+
+    app = TwinApp(SCENARIO, dict(SMALL), simulate=with_verdict)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        assert "async buys more than GPUs" in shown(app, "#loop-text").replace("\n", " ")
+        await pilot.press("3")
+        rows = table_rows(app, "#verdict-gains")
+        assert rows == [["staleness+1", "+40%", "50,000", "one more step off-policy"],
+                        ["rollout_gpus×2", "+10%", "40,000", "twice the engines"]]
+
+
+@app_test
+async def test_open_a_scenario_file_from_the_picker(tmp_path, monkeypatch):
+    from twin.config.registry import builtin_scenarios_dir
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "mine.yaml"
+    path.write_text((builtin_scenarios_dir() / f"{SCENARIO}.yaml").read_text().replace(
+        f"name: {SCENARIO}", "name: my-own-run"))
+    app = TwinApp(None, dict(SMALL))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()  # the list takes focus once mounted
+        await pilot.press("o", *"mine.yaml", "enter")
+        await pilot.pause()
+        assert "my-own-run" in shown(app, "#picker-params")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.baseline.data["scenario"]["name"] == "my-own-run"
+
+
+@app_test
+async def test_g_measures_the_marginal_gains_and_the_verdict_joins_the_report(small_app):
+    pytest.importorskip("twin.verdict")
+    async with small_app.run_test(size=SIZE) as pilot:
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("g")
+        await settle(pilot, timeout=60)
+        assert small_app.active_tab == "verdict"
+        verdict = small_app.baseline.data["verdict"]
+        rows = table_rows(small_app, "#verdict-gains")
+        assert [r[0] for r in rows] == [g["pressure"] for g in verdict["marginal_gains"]]
+        assert shown(small_app, "#verdict-diagnosis") == "Diagnosis: " + verdict["diagnosis"]
+        assert verdict["diagnosis"] in shown(small_app, "#loop-text").replace("\n", " ")

@@ -1,0 +1,19 @@
+"""The capacity-planning TUI: ``twin tui [SCENARIO]`` (needs the ``tui`` extra).
+
+This package's top level imports nothing heavy, so ``twin`` can check for Textual first
+(:func:`require_textual`) and print one clear line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+INSTALL_HINT = 'pip install "rltwin[tui]"'
+
+
+def require_textual() -> None:
+    """Raise :class:`twin.errors.InputError` (exit code 2 in ``twin``) when Textual is missing."""
+    if importlib.util.find_spec("textual") is None:
+        from twin.errors import InputError
+
+        raise InputError(f"the TUI needs the textual package; install it with: {INSTALL_HINT}")

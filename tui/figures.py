@@ -1,0 +1,212 @@
+"""Report dict → the figures the screens show (plain data and strings, no Textual).
+
+Every screen reads the JSON report of ``twin.simulate`` (``Report.data``), so what the TUI
+shows is what ``twin run --json`` writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from twin.render import verdict_line
+
+# The loop in the order experience flows; "switch" exists only where rollout and trainer
+# time-share GPUs (colocated); evaluation sits beside the loop, on the rollout GPUs.
+LOOP = ("rollout", "tools", "reward", "optimization", "switch", "weight_sync")
+LINK_TITLE = {
+    "rollout": "rollout",
+    "tools": "tools",
+    "reward": "reward",
+    "optimization": "optimization",
+    "switch": "switch",
+    "weight_sync": "weight sync",
+    "evaluation": "evaluation",
+}
+LINK_NOTE = {
+    "rollout": "inference engines",
+    "tools": "multi-turn tool calls",
+    "reward": "rule / sandbox / RM / judge",
+    "optimization": "logprobs, fwd/bwd, optimizer",
+    "switch": "engine sleep/wake, reshard",
+    "weight_sync": "weights to the engines",
+    "evaluation": "eval rollouts, same GPUs",
+}
+# The resource role whose utilisation stands for a link when the verdict has no row for it.
+ROLE_OF_LINK = {"rollout": "rollout", "reward": "reward", "optimization": "trainer",
+                "weight_sync": "link"}
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    return "—" if x is None else f"{x * 100:.{digits}f}%"
+
+
+@dataclass(frozen=True)
+class LinkFigure:
+    link: str
+    utilization: float | None
+    critical_path_share: float
+    binds: bool
+    saturated: bool
+    binding: bool  # the link with the largest share of the critical path
+
+
+def link_figures(data: dict[str, Any]) -> list[LinkFigure]:
+    """Every link of the loop (evaluation last) with utilisation and critical-path share.
+
+    Links the scenario does not have (tools without multi-turn, switch when not colocated)
+    are left out rather than shown as zeros that read like measurements.
+    """
+    rows = {r["link"]: r for r in data["bottleneck"]}
+    top = data["bottleneck"][0]["link"] if data["bottleneck"] else None
+    sc = data["scenario"]
+    present = {
+        "rollout": True,
+        "tools": sc["workload"].get("multi_turn") is not None or "tools" in rows,
+        "reward": True,
+        "optimization": True,
+        "switch": sc["placement"]["mode"] == "colocated" or "switch" in rows,
+        "weight_sync": True,
+        "evaluation": sc["evaluation"]["every_steps"] > 0 or "evaluation" in rows,
+    }
+    out = []
+    for link in (*LOOP, "evaluation"):
+        if not present[link]:
+            continue
+        row = rows.get(link)
+        util = row["utilization"] if row else data["utilization"].get(ROLE_OF_LINK.get(link, ""))
+        out.append(LinkFigure(
+            link=link, utilization=util,
+            critical_path_share=row["critical_path_share"] if row else 0.0,
+            binds=bool(row and row["binds"]), saturated=bool(row and row["saturated"]),
+            binding=link == top,
+        ))
+    return out
+
+
+def diagnosis(data: dict[str, Any]) -> str:
+    """The verdict's one-liner when the report has one (issue 5), else ``twin run``'s line."""
+    verdict = data.get("verdict")
+    if isinstance(verdict, dict) and isinstance(verdict.get("diagnosis"), str):
+        return verdict["diagnosis"]
+    return verdict_line(data)
+
+
+def marginal_gains(data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Ranked rows ``{pressure, description, useful_trajectories_per_hour, gain}`` when the
+    report carries the verdict's sensitivity, else None (the verdict module may not exist)."""
+    verdict = data.get("verdict")
+    candidates = [verdict] if isinstance(verdict, list) else (
+        list(verdict.values()) if isinstance(verdict, dict) else [])
+    for value in candidates:
+        if isinstance(value, list) and value and all(isinstance(r, dict) and "pressure" in r for r in value):
+            return value
+    return None
+
+
+def gain_text(gain: float | None) -> str:
+    """A marginal gain as a relative change (the verdict reports 0.25 for +25%)."""
+    return "—" if gain is None else f"{gain * 100:+.0f}%"
+
+
+def scenario_summary(sc: dict[str, Any]) -> list[tuple[str, str]]:
+    """The parameters people look at first, from a resolved scenario dict."""
+    c, p, a, w, r = sc["cluster"], sc["placement"], sc["algorithm"], sc["workload"], sc["reward"]
+    gpu = str(c["gpu"]).split(" ")[0]
+    rows = [
+        ("model", str(sc["model"]["name"])),
+        ("cluster", f"{c['nodes']} × {c['gpus_per_node']} {gpu} = {c['nodes'] * c['gpus_per_node']} GPUs"),
+        ("mode", p["mode"]),
+        ("rollout", f"{p['rollout']['gpus']} GPUs, tp {p['rollout']['tp']}, {p['rollout']['engine']} batching"),
+        ("trainer", f"{p['trainer']['gpus']} GPUs, ZeRO-{p['trainer']['zero_stage']}"),
+        ("algorithm", f"{a['name']}: {a['prompts_per_step']} prompts × {a['responses_per_prompt']} responses"),
+        ("staleness", str(a["staleness"]) + (", partial rollout" if a.get("partial_rollout") else "")),
+        ("response tok", distribution_text(w["response_tokens"])),
+        ("reward", r["kind"] + (f", {r['workers']} workers" if "workers" in r else "")),
+    ]
+    if w.get("multi_turn"):
+        mt = w["multi_turn"]
+        rows.append(("tool calls", f"{distribution_text(mt['tool_calls'], kind=False)} per trajectory, "
+                                   f"{distribution_text(mt['tool_latency_s'], kind=False)} s each"))
+    rows.append(("run", f"{sc['run']['steps']} steps, seed {sc['run']['seed']}"))
+    return rows
+
+
+def distribution_text(d: dict[str, Any], kind: bool = True) -> str:
+    """'median 700, max 4,096 (lognormal)': the centre and the cap people tune first."""
+    parts = [f"{key} {_num(d[key])}" for key in ("value", "median", "mean") if key in d][:1]
+    if not parts and "low" in d:
+        parts = [f"{_num(d['low'])}–{_num(d['high'])}"]
+    if not parts and d.get("values"):
+        parts = [f"{_num(min(d['values']))}–{_num(max(d['values']))}"]
+    if d.get("max"):
+        parts.append(f"max {_num(d['max'])}")
+    text = ", ".join(parts)
+    return text if not kind or d.get("kind") == "fixed" else f"{text} ({d.get('kind')})".strip()
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.3g}"
+
+
+# --- side-by-side comparison (what-if and compare) -------------------------------------
+
+@dataclass(frozen=True)
+class Metric:
+    label: str
+    value: Callable[[dict[str, Any]], Any]
+    fmt: Callable[[Any], str]
+    better: str | None  # "higher", "lower", or None when a change is neither
+
+
+def _util(role: str) -> Callable[[dict[str, Any]], float | None]:
+    return lambda d: d["utilization"].get(role)
+
+
+def _binding_share(d: dict[str, Any]) -> float | None:
+    return d["bottleneck"][0]["critical_path_share"] if d["bottleneck"] else None
+
+
+METRICS = (
+    Metric("step time", lambda d: d["step_time_s"], lambda v: f"{v:,.1f} s", "lower"),
+    Metric("tokens/s", lambda d: d["throughput"]["tokens_per_s"], lambda v: f"{v:,.0f}", "higher"),
+    Metric("tokens/s/GPU", lambda d: d["throughput"]["tokens_per_s_per_gpu"], lambda v: f"{v:,.0f}", "higher"),
+    Metric("traj/h", lambda d: d["throughput"]["trajectories_per_hour"], lambda v: f"{v:,.0f}", "higher"),
+    Metric("useful traj/h", lambda d: d["throughput"].get("useful_trajectories_per_hour"),
+           lambda v: f"{v:,.0f}", "higher"),
+    Metric("GPUs", lambda d: sum(d["gpus"].values()), lambda v: f"{v}", None),
+    Metric("binding link", lambda d: d["bottleneck"][0]["link"] if d["bottleneck"] else None,
+           lambda v: LINK_TITLE.get(v, str(v)), None),
+    Metric("binding share", _binding_share, pct, None),
+    Metric("rollout util", _util("rollout"), pct, "higher"),
+    Metric("trainer util", _util("trainer"), pct, "higher"),
+)
+
+
+@dataclass(frozen=True)
+class ComparedRow:
+    label: str
+    left: str
+    right: str
+    delta: str
+    verdict: str  # "better", "worse" or "" — the screens colour by it
+
+
+def compare(left: dict[str, Any], right: dict[str, Any]) -> list[ComparedRow]:
+    """Each headline metric of two reports with the change from left to right."""
+    rows = []
+    for m in METRICS:
+        a, b = m.value(left), m.value(right)
+        fa = m.fmt(a) if a is not None else "—"
+        fb = m.fmt(b) if b is not None else "—"
+        delta, verdict = "", ""
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            if a != b:
+                delta = f"{(b - a) / a * 100:+.1f}%" if a else "new"
+                if m.better:
+                    verdict = "better" if (b > a) == (m.better == "higher") else "worse"
+        elif a != b:
+            delta = "changed"
+        rows.append(ComparedRow(m.label, fa, fb, delta, verdict))
+    return rows

@@ -1,0 +1,125 @@
+"""What the TUI asks the simulator for, and how a run is cancelled.
+
+Kept free of Textual so the rules (what a request is, what makes a run stop) read and test
+on their own; the app runs :func:`run_request` in a thread worker.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twin.config.load import load_scenario, scenario_path
+from twin.config.registry import builtin_scenarios
+from twin.config.scenario import Scenario
+
+Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
+
+
+class Cancelled(Exception):
+    """Raised from the progress callback: the simulator unwinds at the end of a step."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One simulation: a scenario reference (built-in name or YAML path) plus overrides."""
+
+    ref: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        name = Path(self.ref).stem if self.ref.endswith((".yaml", ".yml")) else self.ref
+        if not self.overrides:
+            return name
+        return name + " with " + ", ".join(f"{k}={v}" for k, v in self.overrides.items())
+
+    def with_overrides(self, extra: dict[str, Any]) -> "RunRequest":
+        return RunRequest(self.ref, {**self.overrides, **extra})
+
+
+def load(request: RunRequest) -> Scenario:
+    """The validated scenario; raises :class:`twin.errors.InputError` naming the bad field."""
+    return load_scenario(request.ref, request.overrides)
+
+
+def run_request(request: RunRequest, progress: Progress | None = None):
+    """Validate, check memory (as ``twin run`` does), then simulate: a ``twin.api.Report``."""
+    import twin
+    from twin.cost.memory import memory_problem
+
+    scenario = load(request)
+    problem = memory_problem(scenario, str(scenario_path(request.ref)))
+    if problem is not None:
+        raise problem
+    return twin.simulate(request.ref, progress=progress, **request.overrides)
+
+
+def cancellable(progress: Progress, cancel: threading.Event) -> Progress:
+    """A progress callback that raises :class:`Cancelled` once ``cancel`` is set.
+
+    The simulator calls progress after every step, so a cancel takes effect within a step
+    and the worker thread ends instead of running on unseen.
+    """
+
+    def wrapped(done: int, total: int, simulated_s: float) -> None:
+        if cancel.is_set():
+            raise Cancelled()
+        progress(done, total, simulated_s)
+
+    return wrapped
+
+
+def scenario_files(extra: list[str], directory: Path | None = None) -> list[str]:
+    """Scenario files to offer beside the built-ins: the ones named on the command line and
+    the YAML files of ``./scenarios`` (the README's layout), never the built-ins twice."""
+    builtins = builtin_dir()
+    found = list(extra)
+    folder = (directory or Path.cwd()) / "scenarios"
+    if folder.is_dir() and folder.resolve() != builtins:
+        found += [str(p) for p in sorted(folder.glob("*.y*ml"))]
+    seen: set[str] = set()
+    return [f for f in found if not (f in seen or seen.add(f))]
+
+
+def builtin_dir() -> Path:
+    from twin.config.registry import builtin_scenarios_dir
+
+    return builtin_scenarios_dir().resolve()
+
+
+def all_scenarios(files: list[str]) -> list[str]:
+    return builtin_scenarios() + [f for f in files if f not in builtin_scenarios()]
+
+
+def sensitivity_available() -> bool:
+    """Whether this rltwin has the verdict's marginal-gain sweep (``twin.verdict``, issue 5)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("twin.verdict") is not None
+    except ImportError:
+        return False
+
+
+def run_sensitivity(request: RunRequest, base_data: dict[str, Any]) -> dict[str, Any]:
+    """The verdict of issue 5 for a run already on screen: ``{"diagnosis": str,
+    "marginal_gains": [{pressure, description, useful_trajectories_per_hour, gain}, …]}``,
+    re-simulating one pressure at a time. Imported here, not at the top: older versions of
+    rltwin have no ``twin.verdict``."""
+    import copy
+
+    from twin.verdict import verdict
+
+    return verdict(load(request), copy.deepcopy(base_data))  # it annotates the rows it is given
+
+
+def short_message(exc: "InputError") -> str:
+    """An input error without its file: inside the TUI the file is the one on screen, and
+    the field, value and what is allowed are what the user needs beside the form."""
+    from twin.errors import InputError
+
+    return InputError(exc.problem, field=exc.field, value=exc.value, allowed=exc.allowed).message

@@ -1,0 +1,1 @@
+"""Widgets grouped by screen area: one module per tab, plus the run status line."""
