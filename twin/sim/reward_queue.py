@@ -24,6 +24,20 @@ def new_pool(workers: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit
+def serve(service, failed, j, timeout, t0):
+    """Job ``j`` from ``t0``: attempts until one succeeds within the timeout or the retries
+    run out; returns (end time, attempts, success)."""
+    t = t0
+    k = 0
+    while k < service.shape[1]:
+        t += min(service[j, k], timeout)
+        k += 1
+        if service[j, k - 1] <= timeout and not failed[j, k - 1]:
+            return t, k, True
+    return t, k, False
+
+
+@njit
 def sandbox_queue_kernel(arrival, service, failed, keys, ids, timeout):
     """Serve jobs in order; returns (start, end, worker, attempts, ok) per job and the busy
     seconds per worker. ``keys``/``ids`` (see :func:`new_pool`) are updated in place, so a
@@ -31,7 +45,7 @@ def sandbox_queue_kernel(arrival, service, failed, keys, ids, timeout):
     column per attempt (1 + max_retries).
     """
     workers = len(keys)
-    n, tries = service.shape
+    n = service.shape[0]
     start = np.empty(n)
     end = np.empty(n)
     worker = np.empty(n, np.int64)
@@ -41,15 +55,7 @@ def sandbox_queue_kernel(arrival, service, failed, keys, ids, timeout):
     for j in range(n):
         w = ids[0]
         t0 = max(arrival[j], keys[0])
-        t = t0
-        k = 0
-        success = False
-        while k < tries:
-            t += min(service[j, k], timeout)
-            k += 1
-            if service[j, k - 1] <= timeout and not failed[j, k - 1]:
-                success = True
-                break
+        t, k, success = serve(service, failed, j, timeout, t0)
         start[j], end[j], worker[j], attempts[j], ok[j] = t0, t, w, k, success
         busy[w] += t - t0
         keys[0] = t
@@ -59,7 +65,7 @@ def sandbox_queue_kernel(arrival, service, failed, keys, ids, timeout):
 
 def sandbox_queue_reference(arrival, service, failed, keys, ids, timeout):
     """Plain-Python twin of :func:`sandbox_queue_kernel` (same semantics, heapq)."""
-    n, tries = service.shape
+    n = service.shape[0]
     workers = len(keys)
     heap = [(float(k), int(w)) for k, w in zip(keys, ids)]
     heapq.heapify(heap)
@@ -68,14 +74,8 @@ def sandbox_queue_reference(arrival, service, failed, keys, ids, timeout):
     ok, busy = np.empty(n, np.bool_), np.zeros(workers)
     for j in range(n):
         free, w = heapq.heappop(heap)
-        t0 = t = max(float(arrival[j]), free)
-        k, success = 0, False
-        while k < tries:
-            t += min(float(service[j, k]), timeout)
-            k += 1
-            if service[j, k - 1] <= timeout and not failed[j, k - 1]:
-                success = True
-                break
+        t0 = max(float(arrival[j]), free)
+        t, k, success = serve(service, failed, j, timeout, t0)  # the queue, not the attempts, is on trial
         start[j], end[j], worker[j], attempts[j], ok[j] = t0, t, w, k, success
         busy[w] += t - t0
         heapq.heappush(heap, (t, w))
