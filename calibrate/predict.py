@@ -14,11 +14,15 @@ workers and latency), and each phase is priced with the twin's own cost function
 * old_logprob, reference: ``twin.cost.learner.forward_pass_time``;
 * update_actor: ``twin.cost.learner.update_time`` (forward + backward, optimizer step).
 
-One term is added that the twin's tables leave out because real engines hide it: the probe
-runs eagerly, so every dispatched operation costs the profile's ``per_kernel_s`` (vLLM
-captures decode in CUDA graphs; the twin's ``per_iteration_s`` stands for all of it there).
-The operations of each pass are counted structurally (calibrate.probe.opcount). Sequences
-are priced at the padded length the probe's learner computes, not their true lengths.
+The probe runs HF-style eager PyTorch, so the engine table and the learner count ``eager``
+element-wise kernels (``transformer.layer_elementwise``), and one term is added that the
+twin's tables leave out because real engines hide it: every dispatched operation costs the
+profile's ``per_kernel_s`` of host time (vLLM captures decode in CUDA graphs; the twin's
+``per_iteration_s`` stands for all of it there). The operations of each pass are counted
+structurally (calibrate.probe.opcount). On a CPU, host dispatch adds to the work (of the
+operations the twin does not already price); on a GPU, kernels run asynchronously and a
+pass takes the longer of the device's work and the host's dispatch. Sequences are priced at
+the padded length the probe's learner computes, not their true lengths.
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ from calibrate.probe.opcount import op_count
 from calibrate.probe.schedule import continuous_schedule, static_schedule
 
 
-def probe_scenario(cfg: ProbeConfig, profile_path: Path):
-    """The twin scenario that describes probe configuration ``cfg`` on the profiled device."""
+def probe_scenario(cfg: ProbeConfig, profile_path: Path, padded: int | None = None):
+    """The twin scenario that describes probe configuration ``cfg`` on the profiled device
+    (``padded``: the learner's padded sequence length, default the longest possible)."""
     from twin.config.load import load_scenario
 
     rows = cfg.rows
-    padded = cfg.prompt_len + cfg.response_max - 1
+    padded = padded or cfg.prompt_len + cfg.response_max - 1
+    micro_rows = cfg.micro_rows or rows
     slots = cfg.slots if cfg.engine == "continuous" else rows
     data = {
         "name": f"probe-{cfg.name}",
@@ -50,7 +56,7 @@ def probe_scenario(cfg: ProbeConfig, profile_path: Path):
             "mode": "colocated",
             "rollout": {"tp": 1, "engine": cfg.engine, "max_num_seqs": slots,
                         "max_num_batched_tokens": rows * cfg.prompt_len},
-            "trainer": {"zero_stage": 0, "recompute": False, "micro_batch_tokens": rows * padded},
+            "trainer": {"zero_stage": 0, "recompute": False, "micro_batch_tokens": micro_rows * padded},
         },
         "algorithm": {"name": "grpo", "prompts_per_step": cfg.prompts, "responses_per_prompt": cfg.group},
         "workload": {"prompt_tokens": {"kind": "fixed", "value": cfg.prompt_len},
@@ -72,21 +78,56 @@ class Prediction:
         return sum(self.phases.values())
 
 
+def priced_ops_per_layer(arch, kind: str) -> float:
+    """Kernels of one layer the twin prices itself (GEMMs, attention, element-wise kernels),
+    so that their dispatch is inside their calibrated rates: ``kind`` prefill or decode."""
+    from twin.cost import transformer as tf
+
+    return tf.GEMMS_PER_LAYER + 1 + tf.layer_elementwise(arch, "eager")[1] + 2  # + K and V cache writes
+
+
+def priced_ops(arch, kind: str) -> float:
+    """Kernels of a whole learner pass the twin prices itself: ``kind`` score or update."""
+    from twin.cost import transformer as tf
+
+    gemms = tf.GEMMS_PER_LAYER * arch.num_layers + 1  # + the head
+    if kind == "score":
+        return gemms + arch.num_layers + tf.elementwise_work(arch, 1.0, "score", kernels="eager")[1]
+    # forward and backward (two GEMMs per forward GEMM, SDPA backward), the fused AdamW step
+    return 3 * gemms + 2 * arch.num_layers + tf.elementwise_work(arch, 1.0, "train", kernels="eager")[1] + 1
+
+
 class ProbePredictor:
     """Prices steps of one probe configuration (tables built once)."""
 
     def __init__(self, cfg: ProbeConfig, profile_path: Path) -> None:
         from twin.cost.engine import engine_costs
 
-        self.cfg = cfg
+        self.cfg, self.profile_path = cfg, Path(profile_path)
         self.scenario = probe_scenario(cfg, profile_path)
-        self.costs = engine_costs(self.scenario)
+        self.costs = engine_costs(self.scenario, kernels="eager")  # the probe runs HF-style eager ops
         gpu = self.scenario.cluster.gpu
         layers = cfg.model.layers
-        self.eager = {kind: op_count(kind).per_layer * layers * gpu.overhead.per_kernel_s
-                      for kind in ("prefill", "decode")}  # per_iteration_s covers the rest
-        self.eager.update({kind: op_count(kind).at(layers) * gpu.overhead.per_kernel_s
-                           for kind in ("score", "update")})
+        per_kernel = gpu.overhead.per_kernel_s
+        # A CPU runs each operation where it is dispatched: dispatch adds to the work. The
+        # twin's GEMM, attention and element-wise rates were measured with their dispatch, so
+        # only the other operations (views, slices, indexing, ...) add theirs.
+        # A GPU runs kernels asynchronously: the host's dispatch of *every* operation overlaps
+        # the device's work, and a pass takes the longer of the two.
+        self.asynchronous = gpu.kind == "gpu"
+        if self.asynchronous:
+            self.host = {kind: op_count(kind).per_layer * layers * per_kernel for kind in ("prefill", "decode")}
+            self.host.update({kind: op_count(kind).at(layers) * per_kernel for kind in ("score", "update")})
+        else:
+            self.host = {kind: max(0, op_count(kind).per_layer - priced_ops_per_layer(self.scenario.model, kind))
+                         * layers * per_kernel for kind in ("prefill", "decode")}  # per_iteration_s: the rest
+            self.host.update({kind: max(0, op_count(kind).at(layers) - priced_ops(self.scenario.model, kind))
+                              * per_kernel for kind in ("score", "update")})
+
+    def combine(self, device_s: float, kind: str, repeats: float = 1.0) -> float:
+        """A pass's time from its device work and its host dispatch (see ``__init__``)."""
+        host = self.host[kind] * repeats
+        return max(device_s, host) if self.asynchronous else device_s + host
 
     def generation(self, targets: list[int]) -> float:
         cfg = self.cfg
@@ -106,22 +147,27 @@ class ProbePredictor:
         attention = arch.num_layers * attention_time(per_call, self.scenario.cluster.gpu, arch.dtype)
         compute = c.linear_s[n] + attention
         memory = c.weights_s[n] + c.kv_s_per_token * it.kv_tokens
-        return c.overhead_s + c.comm_s[n] + max(compute, memory) + self.eager[it.kind]
+        if self.asynchronous:  # per_iteration_s is host time too: the fixed part of the dispatch
+            return max(c.comm_s[n] + max(compute, memory), c.overhead_s + self.host[it.kind])
+        return c.overhead_s + c.comm_s[n] + max(compute, memory) + self.host[it.kind]
 
     def step(self, targets: list[int]) -> Prediction:
         from twin.cost.learner import forward_pass_time, update_time
         from twin.cost.phases import reward_bound
 
-        s, cfg = self.scenario, self.cfg
-        padded = [cfg.prompt_len + max(targets) - 1] * cfg.rows  # what the learner computes
-        score = forward_pass_time(s, np.asarray(padded, dtype=float)) + self.eager["score"]
-        train = update_time(s, np.asarray(padded, dtype=float))
+        cfg = self.cfg
+        longest = cfg.prompt_len + max(targets) - 1
+        s = probe_scenario(cfg, self.profile_path, padded=longest)  # micro-batches of this step's length
+        padded = np.full(cfg.rows, float(longest))  # what the learner computes
+        micro = -(-cfg.rows // (cfg.micro_rows or cfg.rows))
+        score = self.combine(forward_pass_time(s, padded), "score", micro)
+        train = self.combine(update_time(s, padded), "update", micro)
         return Prediction({
             "generation": self.generation(targets),
             "reward": reward_bound(s, cfg.rows),
             "old_logprob": score,
             "reference": score,
-            "update_actor": train + self.eager["update"],
+            "update_actor": train,
         })
 
 

@@ -54,16 +54,34 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
         if rows:
             peaks[dtype] = float(f"{fit.peak_rate([r.rate for r in rows]):.4g}")
     mm = store.select("matmul", dtype=primary) or store.select("matmul")
-    gemm = fit.efficiency_curve(*_sizes_rates(mm), peaks[mm[0].dtype])
+    peak = peaks[mm[0].dtype]
+    by_tokens = gemm_tokens_curve(mm, peak)
     others = ", ".join(f"{d} {p / 1e12:.3g}" for d, p in peaks.items())
+    if by_tokens:
+        sizes, rates = _sizes_rates(mm)
+        rows = np.array([_gemm_tokens(r) or 1e12 for r in mm])  # no rows recorded: not row-limited
+        residual = rates / fit.interp_log([p[0] for p in by_tokens], [p[1] for p in by_tokens], rows)
+        gemm = fit.efficiency_curve(sizes, residual, peak)
+        how = ("efficiency = rate / best rate / gemm_efficiency_by_tokens(M), pooled by FLOP per GEMM, isotonic "
+               "(non-decreasing): the fixed cost of a call, the token-rows curve holding the weight-streaming limit")
+    else:
+        gemm = fit.efficiency_curve(*_sizes_rates(mm), peak)
+        how = "efficiency = rate / best rate, pooled by FLOP per GEMM, isotonic (non-decreasing)"
     compute = {
         "peak_flops": peaks,
         "gemm_efficiency": {"points": [list(p) for p in gemm], "source": (
             f"{len(mm)} {mm[0].dtype} GEMMs of the cost models' shapes (attention output, fused gate+up, down, "
-            "weight gradient) over hidden sizes and token counts, median of repetitions; efficiency = rate / best "
-            f"{mm[0].dtype} rate, pooled by FLOP per GEMM, isotonic (non-decreasing). One curve for all dtypes.")},
+            f"weight gradient) over hidden sizes and token counts, median of repetitions; {how}. "
+            "One curve for all dtypes.")},
         "source": f"best measured GEMM rate per dtype, TFLOP/s: {others}",
     }
+    if by_tokens:
+        compute["gemm_efficiency_by_tokens"] = {"points": [list(p) for p in by_tokens], "source": (
+            f"{mm[0].dtype} forward GEMMs (attention output, gate+up, down: M tokens × K against a K×N weight "
+            "rotating beyond the last-level cache) by token rows M: per M the median efficiency of the larger "
+            "half by FLOP (where the fixed cost of a call is small), isotonic in M. A few-row GEMM is bound by "
+            "streaming its weight (2M FLOP per weight element whatever K and N), so this limit depends on M "
+            "alone.")}
     attention = store.select("attention")
     if attention:
         dtype = attention[0].dtype
@@ -85,11 +103,50 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
         "source": f"capacity: {'host RAM' if target.device == 'cpu' else 'torch total_memory'}; "
                   "bandwidth: best copy rate measured (bytes read + written per second)",
     }
+    ew = [r for r in store.select("memory", op="elementwise") if r.seconds > 0]
+    if ew:
+        ew_curve = fit.efficiency_curve(*_sizes_rates(ew), bandwidth, shape="unimodal")
+        memory["elementwise_efficiency"] = {"points": [list(p) for p in ew_curve], "source": (
+            f"{len(ew)} element-wise multiplies (two inputs rotating beyond the last-level cache, fresh output), "
+            "size = bytes read + written per call, relative to the best copy rate; unimodal fit")}
     prof = {"kind": target.kind, "name": target.name,
             "description": f"{target.device_name}, calibrated on {target.host} ({target.date})",
             "provenance": _provenance(target, command, csv_name), "compute": compute, "memory": memory,
             "overhead": _overhead(store)}
     return prof
+
+
+def _gemm_tokens(row: Row) -> float | None:
+    """Token rows of a sweep GEMM: M of a forward GEMM; the contraction K of a weight gradient."""
+    p = parse_params(row.params)
+    return p.get("k") if row.op == "wgrad" else p.get("m")
+
+
+def gemm_tokens_curve(rows: list[Row], peak: float) -> list[tuple[float, float]] | None:
+    """``gemm_efficiency_by_tokens`` from forward GEMMs at three or more token counts.
+
+    Per token count M, the median efficiency of the larger half (by FLOP) of its GEMMs, so
+    that the fixed cost of a call (the FLOP curve's part) weighs little; isotonic in M.
+    None when the sweep has fewer than three token counts.
+    """
+    fwd: dict[float, list[Row]] = {}
+    for r in rows:
+        m = _gemm_tokens(r)
+        if r.op != "wgrad" and r.seconds > 0 and m:
+            fwd.setdefault(m, []).append(r)
+    if len(fwd) < 3:
+        return None
+    ms, effs = [], []
+    for m in sorted(fwd):
+        group = sorted(fwd[m], key=lambda r: r.size)
+        top = group[len(group) // 2:]
+        ms.append(m)
+        effs.append(min(1.0, float(np.median([r.rate for r in top])) / peak))
+    e = fit.isotonic_increasing(effs)
+    # relative to the largest token count: the FLOP curve carries the absolute level there
+    e = np.clip(e / e[-1], 1e-6, 1.0)
+    s, v = fit.simplify(ms, e, max_points=8, tolerance=0.01)
+    return fit._rounded(s, v)
 
 
 def _overhead(store: Store) -> dict:

@@ -23,7 +23,7 @@ PHASE_TOLERANCE = 0.25
 
 # Sized for a 2-core CPU: each runs in a few seconds. They differ in model size and shape,
 # batch, response lengths and engine kind.
-DEFAULT_CONFIGS = (
+CPU_CONFIGS = (
     ProbeConfig("small-static", DecoderConfig(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=352,
                                               vocab=512, name="probe-small"),
                 prompts=4, group=4, prompt_len=32, response_min=16, response_max=64, engine="static",
@@ -41,6 +41,34 @@ DEFAULT_CONFIGS = (
                 prompts=6, group=4, prompt_len=24, response_min=8, response_max=80, engine="continuous",
                 slots=8, reward_workers=6, reward_latency_s=0.01, steps=3),
 )
+DEFAULT_CONFIGS = CPU_CONFIGS  # the CPU set (CI and tests); GPU_CONFIGS for --device cuda
+
+# Sized for one large GPU (issue 8: 0.5-3 B parameters, 64-512 sequences), bf16, so that the
+# three run in about three minutes on an H100/H200 class GPU: the probe's eager generation
+# dispatches every op from Python (~66 per layer per iteration), so an iteration costs a few
+# ms of host time whatever the model, and responses are kept at 256-1024 tokens.
+_GPU_VOCAB = 32768
+GPU_CONFIGS = (
+    ProbeConfig("gpu-0.5b-static", DecoderConfig(hidden=896, layers=24, heads=14, kv_heads=2, intermediate=4864,
+                                                 vocab=_GPU_VOCAB, max_positions=2048, name="probe-0.5b",
+                                                 dtype="bf16"),
+                prompts=16, group=4, prompt_len=128, response_min=256, response_max=512, engine="static",
+                reward_workers=8, reward_latency_s=0.02, steps=2, micro_rows=16),
+    ProbeConfig("gpu-1.5b-continuous", DecoderConfig(hidden=1536, layers=28, heads=12, kv_heads=2,
+                                                     intermediate=8960, vocab=_GPU_VOCAB, max_positions=2048,
+                                                     name="probe-1.5b", dtype="bf16"),
+                prompts=32, group=4, prompt_len=128, response_min=128, response_max=768, engine="continuous",
+                slots=64, reward_workers=8, reward_latency_s=0.02, steps=2, micro_rows=16),
+    ProbeConfig("gpu-3b-static", DecoderConfig(hidden=2048, layers=36, heads=16, kv_heads=2, intermediate=11008,
+                                               vocab=_GPU_VOCAB, max_positions=2048, name="probe-3b",
+                                               dtype="bf16"),
+                prompts=16, group=4, prompt_len=256, response_min=256, response_max=512, engine="static",
+                reward_workers=8, reward_latency_s=0.02, steps=2, micro_rows=8),
+)
+
+
+def configs_for(device: str) -> tuple[ProbeConfig, ...]:
+    return GPU_CONFIGS if device.startswith("cuda") else CPU_CONFIGS
 
 
 @dataclass
@@ -69,13 +97,13 @@ def compare(name: str, predicted: dict[str, float], measured: dict[str, float]) 
     return cmp
 
 
-def run(profile_path: Path, configs=DEFAULT_CONFIGS, progress=None) -> list[Comparison]:
-    """Run each configuration, predict it from ``profile_path``, compare."""
+def run(profile_path: Path, configs=DEFAULT_CONFIGS, progress=None, device: str = "cpu") -> list[Comparison]:
+    """Run each configuration on ``device``, predict it from ``profile_path``, compare."""
     from calibrate.predict import predict_median
 
     out = []
     for cfg in configs:
-        result = run_probe(cfg, progress)
+        result = run_probe(cfg, progress, device)
         measured = {p: result.median(p) for p in (*PHASES, "step")}
         predicted = predict_median(cfg, Path(profile_path), [s.targets for s in result.steps])
         out.append(compare(cfg.name, predicted, measured))
@@ -95,42 +123,68 @@ def render(comparisons: list[Comparison]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``twin validate --probe`` and ``python -m calibrate.validate_probe``."""
     p = argparse.ArgumentParser(prog="twin validate --probe", description=(
-        "Run the probe RL loop on this machine's CPU for several configurations, predict each with the twin "
+        "Run the probe RL loop on this machine's CPU or GPU for several configurations, predict each with the twin "
         "from a profile calibrated here, print predicted vs measured per phase. Exit 1 when a configuration "
         f"misses (step ±{STEP_TOLERANCE:.0%}, phase ±{PHASE_TOLERANCE:.0%})."))
     p.add_argument("--profile", type=Path, default=None,
-                   help="a profile calibrated on this machine (default: run `python -m calibrate --device cpu "
+                   help="a profile calibrated on this machine (default: run `python -m calibrate --device DEVICE "
                         "--quick` first into a temporary folder)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                   help="where the probe runs (default: the profile's kind, gpu -> cuda; without a profile, cuda "
+                        "when a GPU is visible); selects the configuration set sized for it")
     p.add_argument("--only", default=None, help="comma-separated configuration names")
     p.add_argument("--json", dest="json_path", type=Path, default=None, help="also write the comparison as JSON")
     args = p.parse_args(argv)
-    configs = DEFAULT_CONFIGS
-    if args.only:
-        names = [n.strip() for n in args.only.split(",")]
-        unknown = [n for n in names if n not in {c.name for c in DEFAULT_CONFIGS}]
-        if unknown:
-            print(f"validate --probe: error: unknown configuration {unknown[0]!r}; allowed: "
-                  + ", ".join(c.name for c in DEFAULT_CONFIGS), file=sys.stderr)
-            return 2
-        configs = tuple(c for c in DEFAULT_CONFIGS if c.name in names)
     if args.profile is not None and not args.profile.is_file():
         print(f"validate --probe: error: profile not found: {args.profile}", file=sys.stderr)
         return 2
+    device = args.device or _default_device(args.profile)
+    if device == "cuda" and not _cuda_available():
+        print("validate --probe: error: --device cuda but torch sees no GPU", file=sys.stderr)
+        return 2
+    all_configs = configs_for(device)
+    configs = all_configs
+    if args.only:
+        names = [n.strip() for n in args.only.split(",")]
+        unknown = [n for n in names if n not in {c.name for c in all_configs}]
+        if unknown:
+            print(f"validate --probe: error: unknown configuration {unknown[0]!r} for {device}; allowed: "
+                  + ", ".join(c.name for c in all_configs), file=sys.stderr)
+            return 2
+        configs = tuple(c for c in all_configs if c.name in names)
     progress = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp:
         profile = args.profile
         if profile is None:
             from calibrate.cli import main as calibrate_main
 
-            profile = Path(tmp) / "cpu.yaml"
-            code = calibrate_main(["--device", "cpu", "--quick", "--out", str(profile)])
+            profile = Path(tmp) / f"{device}.yaml"
+            code = calibrate_main(["--device", device, "--quick", "--only", "matmul,memory,attention,overhead",
+                                   "--out", str(profile)])
             if code:
                 return code
-        comparisons = run(profile, configs, progress)
+        comparisons = run(profile, configs, progress, device)
     print(render(comparisons))
     if args.json_path:
         args.json_path.write_text(json.dumps([c.__dict__ for c in comparisons], indent=2) + "\n")
     return 0 if all(c.ok for c in comparisons) else 1
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def _default_device(profile: Path | None) -> str:
+    if profile is not None:
+        import yaml
+
+        data = yaml.safe_load(profile.read_text()) or {}
+        return "cuda" if data.get("kind") == "gpu" else "cpu"
+    return "cuda" if _cuda_available() else "cpu"
 
 
 if __name__ == "__main__":

@@ -5,6 +5,12 @@ A step: sample prompts (``prompts`` × ``group`` rows) and target response lengt
 one GRPO update. Phases run one after another (colocated, synchronous), the engine sharing
 the learner's weights, so there is no weight sync to time. The first ``warmup_steps`` steps
 are run but not reported (allocator and thread-pool warm-up).
+
+On a GPU (``device='cuda'``) the model, the KV cache and generation live on the device; the
+device is synchronised before each phase's timer is read (``torch.cuda.synchronize``), so a
+phase's time is wall time from its first launch to its last kernel's end, host work (Python
+dispatch, the reward pool) included, and CUDA events record the device-side span of each
+phase beside it (``StepRecord.device_s``).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ class ProbeConfig:
     steps: int = 2
     warmup_steps: int = 1
     seed: int = 0
+    micro_rows: int = 0  # learner micro-batch in rows; 0: all rows at once
 
     @property
     def rows(self) -> int:
@@ -54,6 +61,7 @@ class StepRecord:
     phases: dict[str, float]
     targets: list[int]
     loss: float
+    device_s: dict[str, float] = field(default_factory=dict)  # CUDA-event span per phase (GPU only)
 
     @property
     def step_s(self) -> float:
@@ -79,8 +87,8 @@ def draw_step(cfg: ProbeConfig, step: int) -> tuple[np.ndarray, list[int]]:
     return np.repeat(prompts, cfg.group, axis=0), [int(t) for t in targets]
 
 
-def run_probe(cfg: ProbeConfig, progress=None) -> ProbeResult:
-    """Run ``cfg`` and time its phases (wall clock; the CPU has no asynchronous queue)."""
+def run_probe(cfg: ProbeConfig, progress=None, device: str = "cpu") -> ProbeResult:
+    """Run ``cfg`` on ``device`` and time its phases (wall clock after synchronising the device)."""
     import torch
 
     from calibrate.probe.engine import generate_continuous, generate_static
@@ -90,39 +98,75 @@ def run_probe(cfg: ProbeConfig, progress=None) -> ProbeResult:
 
     if cfg.engine not in ("static", "continuous"):
         raise ValueError(f"engine must be static or continuous, not {cfg.engine!r}")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("device cuda requested but torch sees no GPU")
     torch.manual_seed(cfg.seed)
-    model = Decoder(cfg.model, seed=cfg.seed)
-    learner = Learner(model)
-    gen = torch.Generator().manual_seed(cfg.seed)
+    model = Decoder(cfg.model, seed=cfg.seed).to(device=device, dtype=cfg.model.torch_dtype)
+    learner = Learner(model, micro_rows=cfg.micro_rows)
+    gen = torch.Generator(device=device).manual_seed(cfg.seed)
+    timer = _Timer(device)
     result = ProbeResult(cfg)
     with RewardPool(cfg.reward_workers, cfg.reward_latency_s) as reward:
         for step in range(cfg.warmup_steps + cfg.steps):
             prompts_np, targets = draw_step(cfg, step)
-            prompts = torch.from_numpy(prompts_np)
-            times: dict[str, float] = {}
-            t = time.perf_counter()
+            prompts = torch.from_numpy(prompts_np).to(device)
+            timer.start()
             if cfg.engine == "static":
                 out = generate_static(model, prompts, targets, gen)
             else:
                 out = generate_continuous(model, prompts, targets, cfg.slots, gen)
-            times["generation"], t = _lap(t)
+            timer.lap("generation")
             rewards = reward(out.responses)
-            times["reward"], t = _lap(t)
+            timer.lap("reward")
             tokens, mask = pack(prompts, out.responses)
             old = learner.old_logprobs(tokens)
-            times["old_logprob"], t = _lap(t)
+            timer.lap("old_logprob")
             ref = learner.ref_logprobs(tokens)
-            times["reference"], t = _lap(t)
+            timer.lap("reference")
             loss = learner.update(tokens, mask, group_advantages(rewards, cfg.group), old, ref)
-            times["update_actor"], t = _lap(t)
+            timer.lap("update_actor")
+            times, device_s = timer.read()
             if step >= cfg.warmup_steps:
-                result.steps.append(StepRecord(times, targets, loss))
+                result.steps.append(StepRecord(times, targets, loss, device_s))
             if progress:
                 progress(f"{cfg.name}: step {step + 1}/{cfg.warmup_steps + cfg.steps} "
                          f"{sum(times.values()):.2f} s" + (" (warm-up)" if step < cfg.warmup_steps else ""))
     return result
 
 
-def _lap(t0: float) -> tuple[float, float]:
-    now = time.perf_counter()
-    return now - t0, now
+class _Timer:
+    """Phase laps: wall time after synchronising the device; CUDA events beside it on a GPU."""
+
+    def __init__(self, device: str) -> None:
+        import torch
+
+        self.torch = torch
+        self.cuda = device.startswith("cuda")
+
+    def _sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def _event(self):
+        ev = self.torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def start(self) -> None:
+        self._sync()
+        self.times: dict[str, float] = {}
+        self.events = [("start", self._event())] if self.cuda else []
+        self.t = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        if self.cuda:
+            self.events.append((phase, self._event()))
+        self._sync()
+        now = time.perf_counter()
+        self.times[phase], self.t = now - self.t, now
+
+    def read(self) -> tuple[dict[str, float], dict[str, float]]:
+        device_s = {}
+        for (_, a), (phase, b) in zip(self.events, self.events[1:]):
+            device_s[phase] = a.elapsed_time(b) / 1e3
+        return self.times, device_s

@@ -27,17 +27,30 @@ class DecoderConfig:
     vocab: int = 1024
     max_positions: int = 1024
     name: str = "probe"
+    dtype: str = "fp32"  # fp32 on a CPU; bf16 on a GPU
+
+    @property
+    def torch_dtype(self):
+        return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[self.dtype]
+
+    @property
+    def params(self) -> int:
+        """Parameters (embedding and head untied)."""
+        d = self.head_dim
+        layer = self.hidden * (self.heads + 2 * self.kv_heads) * d + self.heads * d * self.hidden \
+            + 3 * self.hidden * self.intermediate + 2 * self.hidden
+        return self.layers * layer + 2 * self.vocab * self.hidden + self.hidden
 
     @property
     def head_dim(self) -> int:
         return self.hidden // self.heads
 
     def arch(self) -> dict:
-        """The architecture as twin ModelArch fields (fp32: the probe runs in fp32)."""
+        """The architecture as twin ModelArch fields, in the dtype the probe runs."""
         return {"name": self.name, "num_layers": self.layers, "hidden_size": self.hidden,
                 "num_heads": self.heads, "num_kv_heads": self.kv_heads,
                 "intermediate_size": self.intermediate, "vocab_size": self.vocab,
-                "tie_embeddings": False, "dtype": "fp32", "source": "calibrate.probe DecoderConfig"}
+                "tie_embeddings": False, "dtype": self.dtype, "source": "calibrate.probe DecoderConfig"}
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -50,7 +50,7 @@ def _iteration(device, layers, budget, clock):
         cfg = DecoderConfig(hidden=32, layers=layers, heads=2, kv_heads=1, intermediate=64, vocab=64,
                             max_positions=4096, name="overhead")
         model = Decoder(cfg).to(device)
-        gen = torch.Generator(device="cpu").manual_seed(0)
+        gen = torch.Generator(device=device).manual_seed(0)
         prompts = torch.zeros(1, 4, dtype=torch.long, device=device)
         engine = StaticEngine(model, prompts, [4000], gen)
         with torch.no_grad():

@@ -76,3 +76,28 @@ def test_bus_factors_follow_nccl_tests():
     assert fit.bus_factor("all_reduce", 8) == pytest.approx(1.75)
     assert fit.bus_factor("all_gather", 4) == pytest.approx(0.75)
     assert fit.bus_factor("broadcast", 2) == 1.0
+
+
+def test_gemm_tokens_curve_recovers_a_weight_streaming_law(tmp_path):
+    """rate = peak · M/(M + 16) · F/(F + 1e5): the token-rows curve holds the M part, the FLOP
+    curve the per-call part, and their product reproduces each measurement."""
+    from calibrate.profile import _gemm_tokens, gemm_tokens_curve
+    from calibrate.store import Row
+
+    peak, rows = 1e11, []
+    for h in (256, 1024, 4096):
+        for m in (1, 8, 64, 512, 4096):
+            for name, mm, k, n in (("out", m, h, h), ("down", m, 3 * h, h)):
+                f = 2.0 * mm * k * n
+                rate = peak * m / (m + 16) * f / (f + 1e5)
+                rows.append(Row(f"{name}/{h}/{m}", "matmul", name, "fp32", f, f / rate, rate, 0.0,
+                                f"m={mm} k={k} n={n} hidden={h}", 5, "t"))
+    curve = gemm_tokens_curve(rows, peak)
+    from calibrate.fit import interp_log
+
+    ms = [p[0] for p in curve]
+    effs = [p[1] for p in curve]
+    for m in (1, 8, 64, 512):
+        expected = (m / (m + 16)) / (4096 / (4096 + 16))
+        assert interp_log(ms, effs, m) == pytest.approx(expected, rel=0.05)
+    assert _gemm_tokens(rows[0]) == 1

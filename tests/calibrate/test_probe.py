@@ -1,5 +1,6 @@
 """The probe: engines follow their schedules, the cache is exact, a tiny loop runs and is predicted."""
 
+import numpy as np
 import pytest
 
 from calibrate.probe.schedule import continuous_schedule, static_schedule
@@ -86,3 +87,57 @@ def test_a_tiny_probe_runs_and_the_twin_predicts_every_phase(tmp_path, target, s
     assert set(pred.phases) == set(PHASES)
     assert pred.phases["reward"] == 0.0 and pred.phases["generation"] > 0
     assert pred.phases["old_logprob"] == pred.phases["reference"]
+
+
+def test_micro_batches_accumulate_to_the_same_update():
+    from calibrate.probe.learner import Learner, pack
+
+    prompts = torch.randint(0, TINY.vocab, (4, 5), generator=torch.Generator().manual_seed(3))
+    responses = [[1, 2, 3], [4, 5], [6], [7, 8, 9, 10]]
+    adv = torch.tensor([1.0, -1.0, 0.5, -0.5])
+    losses, weights = [], []
+    for micro in (0, 1, 3):
+        learner = Learner(Decoder(TINY), micro_rows=micro)
+        tokens, mask = pack(prompts, responses)
+        old = learner.old_logprobs(tokens)
+        losses.append(learner.update(tokens, mask, adv, old, learner.ref_logprobs(tokens)))
+        weights.append(learner.model.layers[0].qkv.weight.detach().clone())
+    assert losses[1] == pytest.approx(losses[0], abs=1e-6) and losses[2] == pytest.approx(losses[0], abs=1e-6)
+    assert torch.allclose(weights[1], weights[0], atol=1e-6) and torch.allclose(weights[2], weights[0], atol=1e-6)
+
+
+def test_phase_timer_on_a_cpu_has_no_device_spans():
+    from calibrate.probe.loop import _Timer
+
+    timer = _Timer("cpu")
+    timer.start()
+    timer.lap("generation")
+    times, device_s = timer.read()
+    assert set(times) == {"generation"} and times["generation"] >= 0 and device_s == {}
+
+
+def test_gpu_configurations_are_predicted_from_a_gpu_profile():
+    """The path `validate_probe --profile GPU.yaml` takes, up to running the probe on a GPU."""
+    from pathlib import Path
+
+    from calibrate.predict import ProbePredictor
+    from calibrate.probe.loop import PHASES, draw_step
+    from calibrate.validate_probe import GPU_CONFIGS, _default_device, configs_for
+
+    h200 = Path(__file__).resolve().parents[2] / "hardware_profiles" / "h200.yaml"
+    assert _default_device(h200) == "cuda" and configs_for("cuda") == GPU_CONFIGS
+    assert all(0.3e9 < c.model.params < 3.5e9 and c.rows >= 64 and c.model.dtype == "bf16" for c in GPU_CONFIGS)
+    for cfg in GPU_CONFIGS:
+        pred = ProbePredictor(cfg, h200)
+        assert pred.asynchronous
+        phases = pred.step(draw_step(cfg, 1)[1]).phases
+        assert set(phases) == set(PHASES) and all(np.isfinite(v) and v > 0 for v in phases.values())
+
+
+def test_validate_probe_refuses_cuda_without_a_gpu(capsys):
+    from calibrate.validate_probe import main
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    assert main(["--device", "cuda"]) == 2
+    assert "no GPU" in capsys.readouterr().err

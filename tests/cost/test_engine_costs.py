@@ -14,7 +14,11 @@ def test_decode_at_batch_one_is_weight_bytes_over_hbm_bandwidth():
     read = s.model.weight_bytes - (s.model.vocab_size - 1) * s.model.hidden_size * 2
     weights_s = read / memory_rate(gpu, s.model.weight_bytes)
     t = costs.decode_time(1, 1)
-    assert t == pytest.approx(weights_s + gpu.overhead.per_iteration_s, rel=0.02)
+    # plus the serial element-wise kernels, launch-bound at one token (per_kernel_s = 5 us):
+    # 4 fused kernels + the KV-cache write per layer, embedding + final norm, softmax + sampler
+    kernels = 5 * 28 + 2 + 2
+    assert costs.elementwise_s[1] == pytest.approx(kernels * gpu.overhead.per_kernel_s)
+    assert t == pytest.approx(weights_s + gpu.overhead.per_iteration_s + costs.elementwise_s[1], rel=0.02)
     assert 4.0e-3 < t < 7.0e-3  # 15.2 GB / 3.35 TB/s = 4.5 ms at full bandwidth
 
 
@@ -31,5 +35,7 @@ def test_tensor_parallel_splits_weights_and_adds_all_reduces():
     s4 = load_scenario({"model": "qwen2.5-7b"}, ["placement.rollout.tp=4"])
     c1, c4 = engine_costs(s1), engine_costs(s4)
     assert c4.weights_s[1] == pytest.approx(c1.weights_s[1] / 4, rel=0.01)
-    assert c4.comm_s[1] > 0 and c1.comm_s[1] == 0
+    # comm_s holds the serial terms: the TP all-reduces and the element-wise kernels
+    assert c1.comm_s[1] == pytest.approx(c1.elementwise_s[1]) and c1.elementwise_s[1] > 0
+    assert c4.comm_s[1] - c4.elementwise_s[1] > 0
     assert c4.kv_capacity_tokens > c1.kv_capacity_tokens

@@ -70,6 +70,14 @@ class EfficiencyCurve(Strict):
         w = (math.log(size) - math.log(s0)) / (math.log(s1) - math.log(s0))
         return e0 + w * (e1 - e0)
 
+    def at_array(self, sizes):
+        """``at`` over an array of sizes (NumPy; same reading: log-linear, flat outside)."""
+        import numpy as np
+
+        pts = np.asarray(self.points, dtype=np.float64)
+        x = np.log(np.maximum(np.asarray(sizes, dtype=np.float64), 1e-300))
+        return np.interp(x, np.log(pts[:, 0]), pts[:, 1])
+
     @property
     def best(self) -> float:
         return max(e for _, e in self.points)
@@ -102,6 +110,15 @@ class Compute(Strict):
         eff = self.gemm_efficiency.at(flops_per_call)
         if tokens is not None and self.gemm_efficiency_by_tokens is not None:
             eff *= self.gemm_efficiency_by_tokens.at(max(float(tokens), 1.0))
+        return eff
+
+    def gemm_eff_array(self, flops_per_call, tokens=None):
+        """``gemm_eff`` over arrays (NumPy)."""
+        import numpy as np
+
+        eff = self.gemm_efficiency.at_array(flops_per_call)
+        if tokens is not None and self.gemm_efficiency_by_tokens is not None:
+            eff = eff * self.gemm_efficiency_by_tokens.at_array(np.maximum(tokens, 1.0))
         return eff
 
     def peak(self, dtype: str) -> float:

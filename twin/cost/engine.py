@@ -7,6 +7,15 @@ engine of ``tp`` GPUs its time is the roofline of the two paths plus fixed costs
     t = overhead + comm[n] + max(linear[n] + attn_per_pair·pairs,    # compute path
                                  weights[n] + kv_per_token·kv_tokens)  # memory path
 
+``comm[n]`` holds the terms that run *serially* with the roofline: the TP all-reduces and
+the element-wise kernels (norms, rotary, SiLU·mul, residual adds, the KV-cache write, the
+sampler's softmax over the vocabulary; ``transformer.elementwise_work``). On a GPU those are
+separate kernels that start when the GEMM producing their input has finished, so their time
+adds to the GEMMs' instead of hiding under a roofline max; ``elementwise_s`` records them
+alone. ``linear[n]`` prices each GEMM at the profile's efficiency for its FLOP and, where
+the profile has one, its token rows (n for the layers, one row per sequence for the head):
+a decode GEMM of few rows is bound by streaming its weight.
+
 Everything that depends non-linearly on n (GEMM efficiency by size, MoE expert coverage,
 the TP all-reduces) is tabulated once per engine for n = 0 … max_num_batched_tokens;
 everything that grows with context is linear. Between two changes of a batch's
@@ -24,7 +33,7 @@ from twin.config.scenario import Scenario
 from twin.cost import transformer as tf
 from twin.cost.collectives import Topology
 from twin.cost.memory import kv_shards, max_sequence_tokens, rollout_memory
-from twin.cost.roofline import memory_rate
+from twin.cost.roofline import elementwise_op_time, memory_rate
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,7 @@ class EngineCosts:
     max_num_batched_tokens: int
     block_size: int
     max_model_len: int
+    elementwise_s: np.ndarray | None = None  # the element-wise part of comm_s (informational)
 
     def iteration_time(self, n: int, pairs: float, kv_tokens: float) -> float:
         """Seconds of one iteration (the formula of the module docstring)."""
@@ -67,17 +77,24 @@ class EngineCosts:
         return total
 
 
-def engine_costs(scenario: Scenario) -> EngineCosts:
-    """Tabulate the iteration cost of one rollout engine of ``scenario``."""
+def engine_costs(scenario: Scenario, kernels: tf.Kernels = "fused") -> EngineCosts:
+    """Tabulate the iteration cost of one rollout engine of ``scenario``.
+
+    ``kernels``: the engine's element-wise kernels, ``fused`` as vLLM and SGLang run them,
+    ``eager`` for a plain PyTorch ``generate`` (see ``transformer.layer_elementwise``).
+    """
     arch, gpu = scenario.model, scenario.cluster.gpu
     r = scenario.placement.rollout
     tp, dtype = r.tp, arch.dtype
     n = np.arange(r.max_num_batched_tokens + 1, dtype=np.float64)
     logit_tokens = np.minimum(n, r.max_num_seqs)  # sampling needs logits only per sequence
-    linear_flops = (2.0 * tf.body_params(arch) * n + 2.0 * tf.head_params(arch) * logit_tokens) / tp
     peak = gpu.compute.peak(dtype)
-    eff = np.array([gpu.compute.gemm_efficiency.at(tf.gemm_flops_per_call(arch, k) / tp) for k in n])
-    linear_s = np.where(n > 0, linear_flops / (peak * eff), 0.0)
+    c = gpu.compute
+    per_call = 2.0 * tf.body_params(arch) * np.maximum(n, 1.0) / (tf.GEMMS_PER_LAYER * arch.num_layers) / tp
+    body_eff = c.gemm_eff_array(per_call, n)
+    head_eff = c.gemm_eff_array(2.0 * tf.head_params(arch) * np.maximum(logit_tokens, 1.0) / tp, logit_tokens)
+    linear_s = np.where(n > 0, (2.0 * tf.body_params(arch) * n / body_eff
+                                + 2.0 * tf.head_params(arch) * logit_tokens / head_eff) / (tp * peak), 0.0)
     weight_bytes = np.array([tf.weight_bytes_read(arch, k) for k in n]) / tp
     weights_s = weight_bytes / memory_rate(gpu, float(weight_bytes[-1]))
     comm_s = np.zeros_like(n)
@@ -87,6 +104,16 @@ def engine_costs(scenario: Scenario) -> EngineCosts:
         # Megatron-style TP: two all-reduces of the hidden states per layer.
         hidden_bytes = n * arch.hidden_size * arch.bytes_per_param
         comm_s = np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * hidden_bytes), 0.0)
+    # element-wise bytes are linear in (tokens, sequences): a·n + b·rows; kernels are fixed
+    one, ops = tf.elementwise_work(arch, 1.0, "generate", 0.0, kernels)
+    row = tf.elementwise_work(arch, 1.0, "generate", 1.0, kernels)[0] - one
+    ew_bytes = (one * n + row * logit_tokens) / tp
+    per_op = ew_bytes / ops  # roofline.elementwise_op_time, vectorised
+    mem = gpu.memory
+    t_op = per_op / (mem.bandwidth_bytes_per_s * np.maximum(mem.elementwise_curve.at_array(per_op), 1e-9))
+    t_op = np.maximum(t_op, elementwise_op_time(0.0, gpu))  # the per-call floor
+    elementwise_s = np.where(n > 0, ops * t_op, 0.0)
+    comm_s = comm_s + elementwise_s
     attn_curve = gpu.compute.attention_efficiency or gpu.compute.gemm_efficiency
     attn_s_per_pair = arch.attention_flops_per_token_pair / tp / (peak * attn_curve.best)
     shards = kv_shards(arch, tp)
@@ -105,4 +132,5 @@ def engine_costs(scenario: Scenario) -> EngineCosts:
         max_num_batched_tokens=r.max_num_batched_tokens,
         block_size=r.block_size,
         max_model_len=max_sequence_tokens(scenario),
+        elementwise_s=elementwise_s,
     )

@@ -7,9 +7,17 @@ Balancing cannot split a sequence: with few sequences per rank (many GPUs, 28K-t
 responses) the longest sequence sets the pace and adding GPUs stops helping, exactly the
 flattening verl measured from 64 to 128 GPUs (PUBLISHED.md A).
 
-Each rank's time is the larger of its compute (its FLOPs at the GEMM efficiency of one
-micro-batch) and its ZeRO-3 traffic (parameter all-gathers and gradient reduce-scatters per
-micro-batch), which FSDP overlaps with compute.
+Each rank's time is the larger of its compute and its ZeRO-3 traffic (parameter
+all-gathers and gradient reduce-scatters per micro-batch), which FSDP overlaps with compute.
+Compute is the sum of three kinds of kernels that run one after another:
+
+* GEMMs: their FLOPs at the profile's GEMM efficiency for the FLOP of one GEMM of a
+  micro-batch and its token rows;
+* attention: its FLOPs at the attention efficiency of one call (one layer, one micro-batch);
+* element-wise kernels (norms, rotary, SiLU·mul, residual adds, the log-softmax over the
+  vocabulary and their gradients): the bytes they read and write
+  (``transformer.elementwise_work``, HF-style ``eager`` kernels by default, as verl, OpenRLHF
+  and TRL trainers run them) at the profile's element-wise bandwidth.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import numpy as np
 from twin.config.scenario import Scenario
 from twin.cost import transformer as tf
 from twin.cost.collectives import Topology
-from twin.cost.roofline import compute_time, memory_time
+from twin.cost.roofline import attention_time, compute_time, elementwise_time, memory_time
 from twin.heap import sift_down
 from twin.jit import njit
 
@@ -60,20 +68,40 @@ def balance(seqs: np.ndarray, ranks: int) -> tuple[np.ndarray, np.ndarray]:
     return balance_kernel(np.sort(np.asarray(seqs, dtype=np.float64))[::-1].copy(), ranks)
 
 
-def _pass_time(scenario: Scenario, seqs: np.ndarray, flop_factor: float, gathers: int,
-               reduce_scatters: int) -> float:
-    """One pass over ``seqs`` split across the DP ranks; ``flop_factor`` × a forward's FLOPs."""
-    if len(seqs) == 0:
+def rank_compute_time(scenario: Scenario, tokens: float, pairs: float, kind: str,
+                      kernels: tf.Kernels = "eager") -> float:
+    """Compute seconds of one rank's pass over ``tokens`` tokens holding ``pairs`` causal
+    attention pairs: ``kind`` 'score' (one forward, logits everywhere) or 'train' (forward
+    + backward, + a recomputed forward with activation recomputation)."""
+    if tokens <= 0:
         return 0.0
     arch, t, gpu = scenario.model, scenario.placement.trainer, scenario.cluster.gpu
+    recompute = kind == "train" and t.recompute
+    factor = 1.0 if kind == "score" else (4.0 if recompute else 3.0)
+    split = t.tp * t.pp
+    micro = max(1.0, float(np.ceil(tokens / t.micro_batch_tokens)))
+    rows = min(float(t.micro_batch_tokens), tokens)  # GEMM rows of one micro-batch
+    gemm = factor * 2.0 * (tf.body_params(arch) + tf.head_params(arch)) * tokens / split
+    per_call = tf.gemm_flops_per_call(arch, rows) / t.tp
+    attn_call = arch.attention_flops_per_token_pair / arch.num_layers * pairs / micro / t.tp
+    attention = factor * arch.num_layers / t.pp * micro * attention_time(attn_call, gpu, arch.dtype)
+    nbytes, ops = tf.elementwise_work(arch, tokens, kind, kernels=kernels, recompute=recompute)
+    elementwise = elementwise_time(nbytes / split, ops * micro, gpu)
+    return compute_time(gemm, gpu, arch.dtype, per_call, rows) + attention + elementwise
+
+
+def _pass_time(scenario: Scenario, seqs: np.ndarray, flop_factor: float, gathers: int,
+               reduce_scatters: int) -> float:
+    """One pass over ``seqs`` split across the DP ranks; ``flop_factor`` 1 for a scoring
+    forward, 3 or 4 (recompute) for forward + backward."""
+    if len(seqs) == 0:
+        return 0.0
+    arch, t = scenario.model, scenario.placement.trainer
     dp = scenario.trainer_dp
     tokens, pairs = balance(seqs, dp)
     split = t.tp * t.pp
-    flops = flop_factor * (2.0 * tf.body_params(arch) * tokens
-                           + arch.attention_flops_per_token_pair * pairs
-                           + 2.0 * tf.head_params(arch) * tokens) / split
-    per_call = tf.gemm_flops_per_call(arch, t.micro_batch_tokens) / t.tp
-    compute = np.array([compute_time(f, gpu, arch.dtype, per_call) for f in flops])
+    kind = "score" if flop_factor == 1.0 else "train"
+    compute = np.array([rank_compute_time(scenario, float(n), float(p), kind) for n, p in zip(tokens, pairs)])
     if t.zero_stage < 3 or dp == 1:
         return float(compute.max())
     topo = Topology.of(scenario.cluster)

@@ -40,12 +40,26 @@ def elementwise_time(nbytes: float, ops: float, profile: DeviceProfile) -> float
     """Seconds of ``ops`` element-wise kernels moving ``nbytes`` (read + written) in all.
 
     Each kernel moves ``nbytes / ops`` on average and runs at the profile's element-wise
-    bandwidth efficiency at that size, which includes the fixed cost of a call (small
-    kernels are launch-bound). Element-wise kernels run one after another and after the
-    GEMMs that produce their inputs, so their time adds to the GEMMs' (it does not overlap
-    with them in a roofline max).
+    bandwidth efficiency at that size (a calibrated curve includes the fixed cost of a call);
+    no kernel is shorter than ``overhead.per_kernel_s``, so the time is at least
+    ``ops · per_kernel_s`` (small models, small batches: launch-bound). Element-wise kernels
+    run one after another and after the GEMMs that produce their inputs, so their time adds
+    to the GEMMs' (it does not overlap with them in a roofline max).
     """
     if nbytes <= 0 or ops <= 0:
         return 0.0
-    per_op = nbytes / ops
-    return nbytes / (profile.memory.bandwidth_bytes_per_s * profile.memory.elementwise_curve.at(per_op))
+    return ops * elementwise_op_time(nbytes / ops, profile)
+
+
+def elementwise_op_time(nbytes: float, profile: DeviceProfile) -> float:
+    """Seconds of one element-wise kernel moving ``nbytes``: at the element-wise efficiency for
+    its size, and never less than ``per_kernel_s`` nor, with a calibrated element-wise curve,
+    than the smallest kernel measured took (below its smallest size a call's time is its fixed
+    cost, not a rate: the curve is not extrapolated to ever faster tiny kernels)."""
+    mem = profile.memory
+    rate = mem.bandwidth_bytes_per_s
+    t = nbytes / (rate * mem.elementwise_curve.at(nbytes))
+    if mem.elementwise_efficiency is not None:
+        s0, e0 = mem.elementwise_efficiency.points[0]
+        t = max(t, s0 / (rate * e0))
+    return max(t, profile.overhead.per_kernel_s)

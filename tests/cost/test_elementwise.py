@@ -1,0 +1,97 @@
+"""Element-wise traffic (norms, rotary, SiLU·mul, residual adds, vocabulary softmax) and the
+token-rows GEMM efficiency: hand-derived counts for one layer of a known model."""
+
+import numpy as np
+import pytest
+
+from twin.config.hardware import parse_profile
+from twin.config.load import load_scenario
+from twin.config.model import ModelArch
+from twin.config.registry import resolve_model
+from twin.cost import transformer as tf
+from twin.cost.engine import engine_costs
+from twin.cost.roofline import compute_time, elementwise_op_time, elementwise_time
+
+
+def llama8b() -> ModelArch:
+    return ModelArch(**resolve_model("llama-3.1-8b", "model"))
+
+
+def test_one_llama_layer_by_hand():
+    a = llama8b()  # h 4096, 32 heads, 8 KV heads of 128, FFN 14336
+    h, q, k, f = 4096, 32 * 128, 8 * 128, 14336
+    # eager: 2 norms (2h each), rotary q and k (9 per element), attention-output copy (2q),
+    # 2 residual adds (3h each), SiLU (2f) and SiLU·up (3f)
+    assert tf.layer_elementwise(a, "eager") == (2 * 2 * h + 9 * q + 9 * k + 2 * q + 2 * 3 * h + 2 * f + 3 * f, 21)
+    assert tf.layer_elementwise(a, "eager")[0] == 166_912
+    # fused: 2 fused add+norm (4h each), in-place rotary (2q + 2k), silu_and_mul (3f)
+    assert tf.layer_elementwise(a, "fused") == (2 * 4 * h + 2 * q + 2 * k + 3 * f, 4)
+    assert tf.layer_elementwise(a, "fused")[0] == 86_016
+
+
+def test_pass_totals_by_hand():
+    a = llama8b()
+    h, L, V, b, T = 4096, 32, 128_256, 2, 1000
+    per_layer, ops = tf.layer_elementwise(a, "eager")
+    body = (T * (2 * h + L * per_layer) + T * 2 * h) * b  # embedding, layers, final norm
+    score = tf.elementwise_work(a, T, "score", kernels="eager")
+    assert score == (pytest.approx(body + T * 2 * V * 4), 2 + L * ops + 1)
+    train = tf.elementwise_work(a, T, "train", kernels="eager")  # forward + 2x backward
+    assert train == (pytest.approx(3 * body + T * 6 * V * 4), 3 * (2 + L * ops) + 3)
+    recompute = tf.elementwise_work(a, T, "train", kernels="eager", recompute=True)
+    assert recompute[0] == pytest.approx(4 * body + T * 6 * V * 4)
+    # an engine iteration of 64 sequences: KV writes (4k per layer), softmax + sampler per sequence
+    gen = tf.elementwise_work(a, 64, "generate", logit_rows=64, kernels="fused")
+    fused_layer = tf.layer_elementwise(a, "fused")[0] + 4 * 1024
+    assert gen == (pytest.approx((64 * (2 * h + L * fused_layer) + 64 * 2 * h) * b + 64 * 4 * V * 4),
+                   2 + L * 5 + 2)
+
+
+def _profile(**over):
+    data = {
+        "kind": "gpu", "name": "t", "provenance": {"source": "assumed", "reference": "test"},
+        "compute": {"peak_flops": {"bf16": 1e15}, "gemm_efficiency": {"points": [[1.0, 0.5]], "source": "t"},
+                    "source": "t"},
+        "memory": {"capacity_bytes": 8e10, "bandwidth_bytes_per_s": 1e12,
+                   "efficiency": {"points": [[1.0, 1.0]], "source": "t"}, "source": "t"},
+        "overhead": {"per_iteration_s": 0.0, "per_kernel_s": 1e-6, "source": "t"},
+    }
+    for path, value in over.items():
+        node = data
+        *head, last = path.split(".")
+        for key in head:
+            node = node[key]
+        node[last] = value
+    return parse_profile(data)
+
+
+def test_elementwise_time_is_bandwidth_bound_with_a_per_kernel_floor():
+    p = _profile(**{"memory.elementwise_efficiency": {"points": [[1e4, 0.01], [1e8, 0.5]], "source": "t"}})
+    assert elementwise_time(1e9, 10, p) == pytest.approx(1e9 / 0.5e12)  # 100 MB per kernel: 0.5 of 1 TB/s
+    # below the smallest size measured a kernel costs what that one cost (1e4 B at 1% = 1 us), not less
+    assert elementwise_op_time(10.0, p) == pytest.approx(1e4 / 1e10)
+    assert elementwise_time(100.0, 1000, p) == pytest.approx(1000 * 1e-6)
+    # without a calibrated element-wise curve: the copy curve, floored at per_kernel_s
+    q = _profile()
+    assert elementwise_time(1e9, 10, q) == pytest.approx(1e9 / 1e12)
+    assert elementwise_time(10.0, 5, q) == pytest.approx(5e-6)
+
+
+def test_gemm_efficiency_by_tokens_multiplies_the_flop_curve():
+    p = _profile(**{"compute.gemm_efficiency_by_tokens": {"points": [[1.0, 0.01], [100.0, 1.0]], "source": "t"}})
+    assert compute_time(1e12, p, "bf16", 1e9) == pytest.approx(1e12 / (1e15 * 0.5))  # rows unknown
+    assert compute_time(1e12, p, "bf16", 1e9, tokens=1) == pytest.approx(1e12 / (1e15 * 0.5 * 0.01))
+    assert compute_time(1e12, p, "bf16", 1e9, tokens=10) == pytest.approx(1e12 / (1e15 * 0.5 * 0.505))
+    assert compute_time(1e12, p, "bf16", 1e9, tokens=4096) == pytest.approx(1e12 / (1e15 * 0.5))
+
+
+def test_engine_adds_elementwise_time_outside_the_roofline_max():
+    s = load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpu": "h100-sxm"}})
+    c = engine_costs(s)
+    n = 2048
+    bytes_, ops = tf.elementwise_work(s.model, n, "generate", min(n, s.placement.rollout.max_num_seqs), "fused")
+    assert c.elementwise_s[n] == pytest.approx(elementwise_time(bytes_, ops, s.cluster.gpu))
+    compute = c.linear_s[n]
+    assert c.iteration_time(n, 0, 0) == pytest.approx(c.overhead_s + c.elementwise_s[n] + max(compute, c.weights_s[n]))
+    eager = engine_costs(s, kernels="eager")
+    assert np.all(eager.elementwise_s[1:] >= c.elementwise_s[1:])
