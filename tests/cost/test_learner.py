@@ -39,3 +39,15 @@ def test_more_gpus_stop_helping_when_one_sequence_dominates_a_rank():
     assert t128 / t64 > 0.65        # few per rank: the longest sequences set the pace
     f64, f128 = (forward_pass_time(_scenario(g), seqs) for g in (64, 128))
     assert f128 < f64
+
+
+def test_fused_kernels_cut_element_wise_time_most_for_small_models():
+    seqs = np.full(512, 2048.0)
+
+    def ratio(model: str) -> float:
+        s = {k: load_scenario({"model": model, "placement": {"trainer": {"kernels": k}}}) for k in ("eager", "fused")}
+        return update_time(s["fused"], seqs) / update_time(s["eager"], seqs)
+
+    small, large = ratio("qwen2.5-1.5b"), ratio("qwen3-32b")
+    assert small < 1.0 and large < 1.0
+    assert small < large  # a narrow model spends more of its time outside the GEMMs

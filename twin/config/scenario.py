@@ -131,6 +131,11 @@ class TrainerPlacement(Strict):
     micro_batch_tokens: Count = Field(
         default=16384, description="Tokens per GPU per micro-batch (verl ppo_max_token_len_per_gpu)."
     )
+    kernels: Literal["eager", "fused"] = Field(
+        default="eager",
+        description="eager: HF model code, one kernel per norm/rotary/activation (verl FSDP, "
+        "OpenRLHF, TRL); fused: Megatron-core/TransformerEngine fused kernels (NeMo-RL Megatron).",
+    )
 
 
 class Placement(Strict):

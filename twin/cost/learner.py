@@ -101,7 +101,8 @@ def _pass_time(scenario: Scenario, seqs: np.ndarray, flop_factor: float, gathers
     tokens, pairs = balance(seqs, dp)
     split = t.tp * t.pp
     kind = "score" if flop_factor == 1.0 else "train"
-    compute = np.array([rank_compute_time(scenario, float(n), float(p), kind) for n, p in zip(tokens, pairs)])
+    compute = np.array([rank_compute_time(scenario, float(n), float(p), kind, t.kernels)
+                        for n, p in zip(tokens, pairs)])
     if t.zero_stage < 3 or dp == 1:
         return float(compute.max())
     topo = Topology.of(scenario.cluster)
