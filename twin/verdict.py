@@ -41,8 +41,10 @@ def _nodes_for(s: Scenario, gpus: int) -> int:
 
 def _more_rollout(s: Scenario, report: dict) -> dict:
     p = s.placement
-    if p.mode == "colocated":
-        return {"cluster.nodes": 2 * s.cluster.nodes}
+    if p.mode == "colocated":  # the shared pool doubles: both roles get the new GPUs
+        gpus = 2 * p.rollout.gpus
+        return {"cluster.nodes": _nodes_for(s, gpus + p.reward_model_gpus),
+                "placement.rollout.gpus": gpus, "placement.trainer.gpus": 2 * p.trainer.gpus}
     rollout = 2 * p.rollout.gpus
     return {"placement.rollout.gpus": rollout, "placement.trainer.gpus": p.trainer.gpus,
             "cluster.nodes": _nodes_for(s, rollout + p.trainer.gpus + p.reward_model_gpus)}

@@ -14,8 +14,10 @@ def _result(mode="disaggregated"):
     tl.add("rollout/engine-0", "generate", 0.0, 6.0)
     tl.add("trainer/pool", "update_actor", 6.0, 10.0)
     steps = [StepRecord(0, 0.0, 10.0, {"generation": 6.0, "update_actor": 4.0},
-                        [("rollout", 6.0), ("optimization", 4.0)], trajectories=8, tokens=800.0)]
-    return SimResult(s, tl.freeze(), steps, {"rollout": 4, "trainer": 4})
+                        [("rollout", 6.0), ("optimization", 4.0)], trajectories=8, tokens=800.0,
+                        generated_tokens=600.0)]
+    return SimResult(s, tl.freeze(), steps, {"rollout": 4, "trainer": 4},
+                     counters={"tokens_generated": 600.0})
 
 
 def test_utilisation_and_critical_path_of_a_hand_made_run():
@@ -32,4 +34,17 @@ def test_utilisation_and_critical_path_of_a_hand_made_run():
 def test_colocated_links_are_measured_over_the_time_they_hold_the_gpus():
     r = _result("colocated")
     links = metrics.link_utilization(r, metrics.utilization(r))
-    assert links["rollout"] == pytest.approx(1.0) and links["optimization"] == pytest.approx(1.0)
+    assert links["optimization"] == pytest.approx(1.0)  # busy all 4 s it held the GPUs
+    # Rollout: 600 tokens in its 6 s against the engines' full-batch rate.
+    assert links["rollout"] == pytest.approx(600 / (metrics.rollout_capacity_tokens_per_s(r) * 6.0))
+
+
+def test_rollout_capacity_is_the_full_batch_rate_of_every_engine():
+    r = _result()
+    from twin.cost.engine import engine_costs
+
+    costs = engine_costs(r.scenario)
+    context = 800 / 8 - 600 / 8 / 2
+    batch = min(costs.max_num_seqs, costs.kv_capacity_tokens // context)
+    expected = r.scenario.rollout_engines * batch / costs.decode_time(batch, batch * context)
+    assert metrics.rollout_capacity_tokens_per_s(r) == pytest.approx(expected)

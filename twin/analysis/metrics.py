@@ -84,27 +84,48 @@ def throughput(result: SimResult) -> dict[str, float]:
 SATURATED = 0.85
 
 
-def link_utilization(result: SimResult, util: dict[str, float]) -> dict[str, float]:
-    """Utilisation of the resource behind each link of the loop.
+def rollout_capacity_tokens_per_s(result: SimResult) -> float:
+    """Tokens per second the rollout engines could generate at full batch: each engine
+    decoding the largest batch its max_num_seqs and KV cache allow, at the run's mean
+    context. A busy engine decoding one long response is busy, not saturated."""
+    from twin.cost.engine import engine_costs
 
-    Colocated rollout and trainer time-share the GPUs, so each is measured over the time it
-    holds them: the rollout over the step's rollout phase, the trainer over its phases.
+    steps = result.steps
+    trajectories = sum(r.trajectories for r in steps)
+    if trajectories == 0:
+        return 0.0
+    generated = sum(r.generated_tokens for r in steps) / trajectories
+    context = sum(r.tokens for r in steps) / trajectories - generated / 2
+    costs = engine_costs(result.scenario)
+    batch = int(max(1, min(costs.max_num_seqs, costs.kv_capacity_tokens // max(context, 1.0))))
+    return result.scenario.rollout_engines * batch / costs.decode_time(batch, batch * context)
+
+
+def link_utilization(result: SimResult, util: dict[str, float]) -> dict[str, float]:
+    """How much of each link's capacity the run used, over the time the link held its GPUs.
+
+    Rollout: tokens generated against the engines' full-batch token rate (see
+    :func:`rollout_capacity_tokens_per_s`); the others: their resource's busy time. Colocated
+    rollout and trainer time-share the GPUs, so each is measured over the time it holds them.
     """
-    role_of_link = {"rollout": "rollout", "reward": "reward", "optimization": "trainer",
-                    "weight_sync": "link", "evaluation": "rollout"}
+    role_of_link = {"reward": "reward", "optimization": "trainer", "weight_sync": "link"}
     out = {link: util[role] for link, role in role_of_link.items() if role in util}
-    if result.scenario.placement.mode == "colocated" and result.wall_s > 0:
-        held: dict[str, float] = defaultdict(float)
-        for rec in result.steps:
-            for link, sec in rec.critical:
-                held[link] += sec
-        rollout_held = held["rollout"] + held["tools"] + held["reward"] + held["evaluation"]
-        trainer_held = held["optimization"] + held["switch"] + held["weight_sync"]
-        wall = result.wall_s
-        if rollout_held > 0 and "rollout" in util:
-            out["rollout"] = min(1.0, util["rollout"] * wall / rollout_held)
-        if trainer_held > 0 and "trainer" in util:
-            out["optimization"] = min(1.0, util["trainer"] * wall / trainer_held)
+    wall = result.wall_s
+    if wall <= 0:
+        return out
+    held: dict[str, float] = defaultdict(float)
+    for rec in result.steps:
+        for link, sec in rec.critical:
+            held[link] += sec
+    colocated = result.scenario.placement.mode == "colocated"
+    rollout_time = (held["rollout"] + held["tools"] + held["reward"] + held["evaluation"]) if colocated else wall
+    capacity = rollout_capacity_tokens_per_s(result)
+    generated = result.counters.get("tokens_generated", 0.0)
+    if capacity > 0 and rollout_time > 0:
+        out["rollout"] = min(1.0, generated / (capacity * rollout_time))
+    trainer_held = held["optimization"] + held["switch"] + held["weight_sync"]
+    if colocated and trainer_held > 0 and "trainer" in util:
+        out["optimization"] = min(1.0, util["trainer"] * wall / trainer_held)
     return out
 
 
