@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -136,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("twin: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `twin list | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _check(args) -> int:
