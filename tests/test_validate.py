@@ -5,7 +5,7 @@ import yaml
 
 from twin.cli import main
 from twin.errors import InputError
-from twin.validate import builtin_cases_dir, case_files, load_source, metric, render, validate_source
+from twin.validate import case_files, load_source, metric, render, validate_source
 
 
 def test_every_builtin_case_file_is_well_formed():

@@ -6,6 +6,7 @@ on their own; the app runs :func:`run_request` in a thread worker.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from typing import Any
 from twin.config.load import load_scenario, scenario_path
 from twin.config.registry import builtin_scenarios
 from twin.config.scenario import Scenario
+from twin.errors import InputError
+from twin.verdict import verdict
 
 Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
 
@@ -106,20 +109,13 @@ def sensitivity_available() -> bool:
 
 
 def run_sensitivity(request: RunRequest, base_data: dict[str, Any]) -> dict[str, Any]:
-    """The verdict of issue 5 for a run already on screen: ``{"diagnosis": str,
-    "marginal_gains": [{pressure, description, useful_trajectories_per_hour, gain}, …]}``,
-    re-simulating one pressure at a time. Imported here, not at the top: older versions of
-    rltwin have no ``twin.verdict``."""
-    import copy
-
-    from twin.verdict import verdict
-
+    """The verdict for a run already on screen: ``{"diagnosis": str, "marginal_gains":
+    [{pressure, description, useful_trajectories_per_hour, gain}, …]}``, re-simulating one
+    pressure at a time."""
     return verdict(load(request), copy.deepcopy(base_data))  # it annotates the rows it is given
 
 
-def short_message(exc: "InputError") -> str:
+def short_message(exc: InputError) -> str:
     """An input error without its file: inside the TUI the file is the one on screen, and
     the field, value and what is allowed are what the user needs beside the form."""
-    from twin.errors import InputError
-
     return InputError(exc.problem, field=exc.field, value=exc.value, allowed=exc.allowed).message

@@ -6,20 +6,10 @@ from typing import Any
 
 import yaml
 
-from twin.config.scenario import Scenario
+from twin.config.scenario import Scenario, resolved_dict
 from twin.cost.engine import engine_costs
-from twin.cost.memory import GiB, memory_problem, memory_report  # noqa: F401 (memory_problem: re-exported)
+from twin.cost.memory import GiB, memory_report
 from twin.cost.phases import generation_bound, phase_estimates, sample_step, step_estimate
-
-
-def resolved_dict(scenario: Scenario) -> dict[str, Any]:
-    """The scenario as plain data; hardware profiles appear by name with their source."""
-    data = scenario.model_dump(mode="json")
-    cluster = data["cluster"]
-    for key in ("gpu", "host", "intra_node_link", "inter_node_link"):
-        prof = getattr(scenario.cluster, key)
-        cluster[key] = f"{prof.name} ({prof.provenance.source})"
-    return data
 
 
 def check_report(scenario: Scenario) -> dict[str, Any]:

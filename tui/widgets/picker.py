@@ -11,7 +11,7 @@ from textual.markup import escape
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from twin.check import resolved_dict
+from twin.config.scenario import resolved_dict
 from twin.config.load import scenario_path
 from twin.errors import InputError
 from tui.figures import scenario_summary

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from twin.analysis import metrics
-from twin.check import resolved_dict
+from twin.config.scenario import resolved_dict
 from twin.cost.memory import GiB, memory_report
 from twin.sim.result import SimResult
 

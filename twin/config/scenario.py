@@ -8,7 +8,7 @@ published workload of ../shared/validation/PUBLISHED.md E, as noted).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import numpy as np
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -392,3 +392,12 @@ class Scenario(Strict):
         t = self.placement.trainer
         return t.gpus // (t.tp * t.pp)
 
+
+def resolved_dict(scenario: Scenario) -> dict[str, Any]:
+    """The scenario as plain data; hardware profiles appear by name with their source."""
+    data = scenario.model_dump(mode="json")
+    cluster = data["cluster"]
+    for key in ("gpu", "host", "intra_node_link", "inter_node_link"):
+        prof = getattr(scenario.cluster, key)
+        cluster[key] = f"{prof.name} ({prof.provenance.source})"
+    return data

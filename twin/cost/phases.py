@@ -16,8 +16,8 @@ from twin.config.scenario import Scenario
 from twin.cost import transformer as tf
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.cost.memory import offloaded_state_bytes
-from twin.cost.roofline import compute_time, memory_time
-from twin.cost.learner import forward_pass_time, optimizer_time, update_time
+from twin.cost.roofline import compute_time
+from twin.cost.learner import forward_pass_time, update_time
 from twin.cost.weight_sync import weight_sync_cost
 
 
