@@ -19,14 +19,15 @@ from twin.cost.memory import offloaded_state_bytes
 from twin.cost.roofline import compute_time
 from twin.cost.learner import forward_pass_time, update_time
 from twin.cost.weight_sync import weight_sync_cost
+from twin.workload import sample_batch
 
 
 @dataclass(frozen=True)
 class StepSample:
     """One step's trajectories drawn from the workload with the scenario's seed."""
 
-    prompt: np.ndarray
-    response: np.ndarray
+    prompt: np.ndarray    # prompt plus tool replies (prefilled, not generated)
+    response: np.ndarray  # generated tokens over all turns
 
     @property
     def sequence(self) -> np.ndarray:
@@ -34,25 +35,11 @@ class StepSample:
 
 
 def sample_step(scenario: Scenario, rng: np.random.Generator | None = None) -> StepSample:
-    """Prompt and generated tokens of every trajectory of one step.
-
-    A multi-turn trajectory generates ``tool_calls + 1`` turns; its tool replies join the
-    prompt side (they are prefilled, not generated).
-    """
-    rng = rng or np.random.default_rng(scenario.run.seed)
-    a, w = scenario.algorithm, scenario.workload
-    n = a.trajectories_per_step
-    prompt = np.maximum(np.rint(w.prompt_tokens.sample(rng, a.prompts_per_step)), 1)
-    prompt = np.repeat(prompt, a.responses_per_prompt)
-    turns = np.ones(n, dtype=np.int64)
-    if w.multi_turn:
-        calls = np.rint(w.multi_turn.tool_calls.sample(rng, n)).astype(np.int64)
-        turns += calls
-        replies = np.rint(w.multi_turn.tool_reply_tokens.sample(rng, int(calls.sum())))
-        prompt = prompt + np.bincount(np.repeat(np.arange(n), calls), weights=replies, minlength=n)
-    per_turn = np.maximum(np.rint(w.response_tokens.sample(rng, int(turns.sum()))), 1)
-    response = np.bincount(np.repeat(np.arange(n), turns), weights=per_turn, minlength=n)
-    return StepSample(prompt, response)
+    """The trajectories of one step, sampled as the simulation samples them."""
+    batch = sample_batch(scenario, scenario.algorithm.prompts_per_step,
+                         rng or np.random.default_rng(scenario.run.seed))
+    generated = batch.generated()
+    return StepSample(batch.context() - generated, generated)
 
 
 def generation_bound(costs: EngineCosts, engines: int, step: StepSample) -> dict[str, float]:

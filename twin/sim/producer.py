@@ -26,7 +26,7 @@ from twin.config.scenario import Scenario
 from twin.engine import EnginePool
 from twin.sim.reward import RewardService
 from twin.sim.timeline import Timeline
-from twin.sim.workload import sample_batch
+from twin.workload import sample_batch
 
 EVAL_ID_BASE = 1 << 40  # evaluation requests share the engines but not the groups
 
@@ -106,7 +106,6 @@ class Producer:
         self.pending_version = 0
         self.submitted_groups = 0
         self.filtered_done = 0
-        self.consumed_groups = 0
         self.stale_groups = 0      # dropped for exceeding the staleness bound: replaced
         mt = scenario.workload.multi_turn
         self.tool_window = mt.tool_latency_s.lower_bound() if mt else math.inf
@@ -121,11 +120,9 @@ class Producer:
         self.dropped: dict[str, int] = {}
         self.eval_pending = 0
         self.eval_end = 0.0
-        units = scenario.placement.rollout.tp
         for e in range(self.pool.engines):
             timeline.resource(f"rollout/engine-{e}", 1.0)
         timeline.resource(f"reward/{scenario.reward.kind}", float(self.reward.servers))
-        self._units = units
 
     # ------------------------------------------------------------------ admission
     def allowed_groups(self) -> int:
@@ -327,7 +324,6 @@ class Producer:
                 nxt = min(self.pool.next_event_time(), self.returns_t[0] if len(self.returns_t) else math.inf)
                 self.advance_to(max(self.clock, nxt) + self.safe_window_s)
         g.consumed[chosen] = True
-        self.consumed_groups += need
         members = (self._members(chosen + g.base) - t.base).ravel()
         ok = t.ok[members]
         if not ok.all():

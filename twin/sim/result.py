@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from twin.config.scenario import Scenario
 from twin.sim.timeline import Spans
 
-# The links of the RL loop, in loop order; phases map onto them for the verdict.
-LINKS = ("rollout", "tools", "reward", "optimization", "weight_sync", "switch", "evaluation")
+# Phases of a step map onto the links of the RL loop for the verdict.
 PHASE_LINK = {
     "generation": "rollout",
     "tools": "tools",
