@@ -54,6 +54,22 @@ def waiting_front(waiting, eng, e):
 
 
 @njit
+def wake_if_idle(arrival, waiting, eng, engf, e, until):
+    """An idle engine's next start: now, or when its first waiting request arrives.
+
+    Returns -1.0 when nothing can start by ``until`` (nothing waits, or it arrives later);
+    otherwise moves the clock there (an idle engine waits, it does not work) and returns it.
+    """
+    if eng[e, WCOUNT] == 0:
+        return -1.0
+    start = max(engf[e, CLOCK], arrival[e, waiting_front(waiting, eng, e)])
+    if start > until:
+        return -1.0
+    engf[e, CLOCK] = start
+    return start
+
+
+@njit
 def pop_front(waiting, eng, e):
     slot = waiting[e, eng[e, WHEAD]]
     eng[e, WHEAD] = (eng[e, WHEAD] + 1) % waiting.shape[1]

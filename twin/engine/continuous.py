@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from twin.engine.bookkeeping import (abort_in_flight, drop_arrived, emit_finish, pop_front,
-                                     push_front, record_busy, release, waiting_front)
+                                     push_front, record_busy, release, waiting_front,
+                                     wake_if_idle)
 from twin.engine.iteration import (decode_run_time, iteration_time, iterations_until_reached,
                                    iterations_within)
 from twin.engine.layout import (BLOCK_SIZE, BLOCKS, CLOCK, COMPUTED, FREE_BLOCKS, GENERATED, ID,
@@ -166,13 +167,9 @@ def advance_continuous(req, arrival, running, waiting, free_slots, eng, engf, ta
     while counts[0] - first_event < max_events:
         clock = engf[e, CLOCK]
         if eng[e, NRUN] == 0:
-            if eng[e, WCOUNT] == 0:
+            clock = wake_if_idle(arrival, waiting, eng, engf, e, until)
+            if clock < 0.0:
                 break
-            start = max(clock, arrival[e, waiting_front(waiting, eng, e)])
-            if start > until:
-                break
-            clock = start
-            engf[e, CLOCK] = start
         nsched, nkeep, nadm, free, n, pairs, kv, pure = _plan(
             req, arrival, running, waiting, eng, e, clock, params, scratch)
         if n == 0:

@@ -13,7 +13,7 @@ the memory model's business, not the scheduler's).
 from __future__ import annotations
 
 from twin.engine.bookkeeping import (abort_in_flight, drop_arrived, emit_finish, pop_front,
-                                     record_busy, release, waiting_front)
+                                     record_busy, release, waiting_front, wake_if_idle)
 from twin.engine.iteration import decode_run_time, iterations_within, static_prefill_time
 from twin.engine.layout import (BATCH_DONE, BATCH_LEN, BATCH_PREFILL, BATCH_PROMPT, CLOCK, ID,
                                 MAX_SEQS, NEW, NRUN, PADDING, PROMPT, TOKEN_BUDGET, TOKENS, WASTED,
@@ -58,13 +58,9 @@ def advance_static(req, arrival, running, waiting, free_slots, eng, engf, tab, c
     while counts[0] - first_event < max_events:
         clock = engf[e, CLOCK]
         if eng[e, NRUN] == 0:
-            if eng[e, WCOUNT] == 0:
+            clock = wake_if_idle(arrival, waiting, eng, engf, e, until)
+            if clock < 0.0:
                 break
-            start = max(clock, arrival[e, waiting_front(waiting, eng, e)])
-            if start > until:
-                break
-            clock = start
-            engf[e, CLOCK] = start
             _form_batch(req, arrival, running, waiting, eng, e, clock, params)
         b, prompt = eng[e, NRUN], eng[e, BATCH_PROMPT]
         done, length = eng[e, BATCH_DONE], eng[e, BATCH_LEN]
