@@ -139,12 +139,14 @@ class ProbePredictor:
 
     def iteration_time(self, it) -> float:
         """engine.py's EngineCosts.iteration_time, attention read at the call's size."""
+        from twin.cost import transformer as tf
         from twin.cost.roofline import attention_time
 
         c, arch = self.costs, self.scenario.model
         n = min(it.tokens, len(c.linear_s) - 1)
         per_call = arch.attention_flops_per_token_pair / arch.num_layers * it.pairs
-        attention = arch.num_layers * attention_time(per_call, self.scenario.cluster.gpu, arch.dtype)
+        attention = arch.num_layers * attention_time(per_call, self.scenario.cluster.gpu, arch.dtype,
+                                                     tf.attention_head_dim(arch))
         compute = c.linear_s[n] + attention
         memory = c.weights_s[n] + c.kv_s_per_token * it.kv_tokens
         if self.asynchronous:  # per_iteration_s is host time too: the fixed part of the dispatch

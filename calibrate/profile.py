@@ -82,14 +82,27 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
             "half by FLOP (where the fixed cost of a call is small), isotonic in M. A few-row GEMM is bound by "
             "streaming its weight (2M FLOP per weight element whatever K and N), so this limit depends on M "
             "alone.")}
-    attention = store.select("attention")
+    attention = [r for r in store.select("attention") if r.seconds > 0]
     if attention:
         dtype = attention[0].dtype
-        attn = fit.efficiency_curve(*_sizes_rates(attention), peaks.get(dtype, max(peaks.values())))
+        by_width = attention_head_dim_curve(attention)
+        sizes, rates = _sizes_rates(attention)
+        how = "by FLOP per call"
+        if by_width:
+            widths = np.array([_head_dim(r) for r in attention])
+            rates = rates / fit.interp_log([p[0] for p in by_width], [p[1] for p in by_width], widths)
+            how = "by FLOP per call after dividing each rate by attention_efficiency_by_head_dim at its heads' width"
+        attn = fit.efficiency_curve(sizes, rates, peaks.get(dtype, max(peaks.values())))
         compute["attention_efficiency"] = {"points": [list(p) for p in attn], "source": (
             f"{len(attention)} scaled_dot_product_attention calls (causal prefills and one-token decodes over a "
-            "KV cache), FLOP = 4·heads·head_dim per (query, key) pair, by FLOP per call, relative to the best "
+            f"KV cache), FLOP = 4·heads·head_dim per (query, key) pair, {how}, relative to the best "
             f"{dtype} GEMM rate")}
+        if by_width:
+            compute["attention_efficiency_by_head_dim"] = {"points": [list(p) for p in by_width], "source": (
+                "the same attention calls at head widths "
+                f"{', '.join(str(int(p[0])) for p in by_width)} with heads × head_dim fixed (same FLOP per call): "
+                "per width the median, over the calls, of its rate over the best width's rate for that call; "
+                "relative to the best width")}
     copies = store.select("memory", op="copy")
     bandwidth = fit.peak_rate([r.rate for r in copies])
     mem_curve = fit.efficiency_curve(*_sizes_rates(copies), bandwidth, shape="unimodal")
@@ -109,11 +122,61 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
         memory["elementwise_efficiency"] = {"points": [list(p) for p in ew_curve], "source": (
             f"{len(ew)} element-wise multiplies (two inputs rotating beyond the last-level cache, fresh output), "
             "size = bytes read + written per call, relative to the best copy rate; unimodal fit")}
+    classes = {}
+    for cls in ("unary", "rotary", "softmax", "sample"):
+        rows = [r for r in store.select("memory", op=f"elementwise_{cls}") if r.seconds > 0]
+        if rows:
+            classes[cls] = {"points": [list(p) for p in fit.efficiency_curve(*_sizes_rates(rows), bandwidth,
+                                                                             shape="unimodal")],
+                            "source": f"{len(rows)} {ELEMENTWISE_CLASS_WHAT[cls]}, inputs rotating beyond the "
+                                      "last-level cache, size = bytes read + written per kernel, relative to the "
+                                      "best copy rate; unimodal fit"}
+    if classes:
+        memory["elementwise_classes"] = classes
     prof = {"kind": target.kind, "name": target.name,
             "description": f"{target.device_name}, calibrated on {target.host} ({target.date})",
             "provenance": _provenance(target, command, csv_name), "compute": compute, "memory": memory,
             "overhead": _overhead(store)}
     return prof
+
+
+ELEMENTWISE_CLASS_WHAT = {
+    "unary": "SiLU calls (a transcendental unary kernel: read n, write n)",
+    "softmax": "log-softmax calls over rows of 1024 (read n, write n)",
+    "sample": "torch.multinomial calls over rows of 1024 probabilities (the sampler; counted as read n, write n)",
+    "rotary": "eager rotary embeddings of 64-wide heads plus the copy back to token-major (8 kernels "
+              "moving 11 elements per query element; time and bytes per kernel)",
+}
+
+
+def _head_dim(row: Row) -> float:
+    return parse_params(row.params).get("head_dim", 64.0)
+
+
+def attention_head_dim_curve(rows: list[Row]) -> list[tuple[float, float]] | None:
+    """``attention_efficiency_by_head_dim`` from attention calls measured at two or more head
+    widths with the same FLOP: per call (op and FLOP) the rate of each width over the
+    best width's; per width the median of those ratios, relative to the best width. None when
+    only one width was measured."""
+    calls: dict[tuple, dict[float, float]] = {}
+    for r in rows:
+        calls.setdefault((r.op, float(f"{r.size:.6g}")), {})[_head_dim(r)] = r.rate  # same call: same FLOP
+    widths = sorted({w for c in calls.values() for w in c})
+    if len(widths) < 2:
+        return None
+    ratios: dict[float, list[float]] = {w: [] for w in widths}
+    for c in calls.values():
+        if len(c) < 2:
+            continue
+        best = max(c.values())
+        for w, rate in c.items():
+            ratios[w].append(rate / best)
+    med = np.array([float(np.median(ratios[w])) if ratios[w] else np.nan for w in widths])
+    keep = ~np.isnan(med)
+    if keep.sum() < 2:
+        return None
+    ws, med = np.array(widths)[keep], med[keep]
+    return fit._rounded(ws, np.clip(med / med.max(), 1e-6, 1.0))
 
 
 def _gemm_tokens(row: Row) -> float | None:

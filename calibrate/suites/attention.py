@@ -4,6 +4,11 @@ and decode (one query per sequence over a KV cache, grouped-query heads).
 FLOP are counted as the twin counts them (4·heads·head_dim per (query, key) pair; a causal
 sequence of s tokens has s(s+1)/2 pairs), so the measured rate is directly the one the
 twin's attention term needs. Decode rows also record the KV bytes read.
+
+Head width: SDPA's rate per FLOP falls with narrower heads (less work per element loaded), so
+every case is also measured with heads of ``HEAD_DIMS`` at the same total width (heads ×
+head_dim = 1024, so the FLOP per call is the same); the profile's
+``attention_efficiency_by_head_dim`` is fitted from the ratios.
 """
 
 from __future__ import annotations
@@ -12,14 +17,18 @@ from calibrate.suites import Spec, params
 from calibrate.timing import Budget, Clock, median_time
 
 HEADS, KV_HEADS, HEAD_DIM = 16, 4, 64
+WIDTH = HEADS * HEAD_DIM  # query width kept across head widths
+HEAD_DIMS = {"cpu": (32, 64, 128), "cuda": (64, 128)}
 
 
 def cases(device: str, quick: bool):
     if device == "cpu":
         prefill = [(1, 128), (4, 128), (1, 512), (2, 1024)] if quick else [
             (1, 64), (4, 128), (1, 256), (4, 256), (1, 512), (4, 512), (1, 1024), (2, 2048)]
-        decode = [(1, 512), (16, 512), (16, 2048)] if quick else [
-            (1, 256), (8, 256), (1, 2048), (16, 512), (16, 2048), (64, 2048)]
+        # small decode calls (a few sequences over short contexts) are dominated by the call's fixed
+        # cost; without them the curve would be extrapolated flat to ever faster tiny calls
+        decode = [(1, 64), (4, 128), (1, 512), (16, 512), (16, 2048)] if quick else [
+            (1, 64), (4, 128), (1, 256), (8, 256), (1, 2048), (16, 512), (16, 2048), (64, 2048)]
     else:
         prefill = [(1, 1024), (8, 2048), (4, 8192)] if quick else [
             (1, 512), (8, 512), (1, 2048), (8, 2048), (1, 8192), (4, 8192), (1, 32768)]
@@ -33,26 +42,31 @@ def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
     prefill, decode = cases(device, quick)
     per_pair = 4.0 * HEADS * HEAD_DIM
     out = []
-    for b, s in prefill:
-        out.append(Spec(key=f"attention/{dtype}/prefill/b={b},s={s}", suite="attention", op="prefill",
-                        dtype=dtype, size=per_pair * b * s * (s + 1) / 2, params=params(batch=b, seq=s),
-                        measure=_measure(device, dtype, b, s, s, budget, clock)))
-    for b, kv in decode:
-        kv_bytes = 2 * b * KV_HEADS * kv * HEAD_DIM * (4 if dtype == "fp32" else 2)
-        out.append(Spec(key=f"attention/{dtype}/decode/b={b},kv={kv}", suite="attention", op="decode",
-                        dtype=dtype, size=per_pair * b * kv, params=params(batch=b, kv_len=kv, kv_bytes=kv_bytes),
-                        measure=_measure(device, dtype, b, 1, kv, budget, clock)))
+    for d in HEAD_DIMS["cuda" if device.startswith("cuda") else "cpu"]:
+        heads, kv_heads = WIDTH // d, WIDTH // d // (HEADS // KV_HEADS)
+        tag = "" if d == HEAD_DIM else f",d={d}"  # keys of 64-wide heads as before (resume)
+        for b, s in prefill:
+            out.append(Spec(key=f"attention/{dtype}/prefill/b={b},s={s}{tag}", suite="attention", op="prefill",
+                            dtype=dtype, size=per_pair * b * s * (s + 1) / 2,
+                            params=params(batch=b, seq=s, head_dim=d),
+                            measure=_measure(device, dtype, b, s, s, budget, clock, heads, kv_heads, d)))
+        for b, kv in decode:
+            kv_bytes = 2 * b * kv_heads * kv * d * (4 if dtype == "fp32" else 2)
+            out.append(Spec(key=f"attention/{dtype}/decode/b={b},kv={kv}{tag}", suite="attention", op="decode",
+                            dtype=dtype, size=per_pair * b * kv,
+                            params=params(batch=b, kv_len=kv, kv_bytes=kv_bytes, head_dim=d),
+                            measure=_measure(device, dtype, b, 1, kv, budget, clock, heads, kv_heads, d)))
     return out
 
 
-def _measure(device, dtype, b, q_len, kv_len, budget, clock):
+def _measure(device, dtype, b, q_len, kv_len, budget, clock, heads=HEADS, kv_heads=KV_HEADS, head_dim=HEAD_DIM):
     def run():
         import torch
         import torch.nn.functional as F
 
         dt = torch.float32 if dtype == "fp32" else torch.bfloat16
-        q = torch.randn(b, HEADS, q_len, HEAD_DIM, device=device, dtype=dt)
-        k = torch.randn(b, KV_HEADS, kv_len, HEAD_DIM, device=device, dtype=dt)
+        q = torch.randn(b, heads, q_len, head_dim, device=device, dtype=dt)
+        k = torch.randn(b, kv_heads, kv_len, head_dim, device=device, dtype=dt)
         v = torch.randn_like(k)
         causal = q_len > 1
         return median_time(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True),

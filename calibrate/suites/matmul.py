@@ -28,8 +28,11 @@ ROTATION_BYTES = {"cpu": 64 * 2**20, "cuda": 512 * 2**20}
 def sizes(device: str, quick: bool) -> tuple[list[int], list[int]]:
     """(hidden sizes, token counts) of the sweep."""
     if device == "cpu":
-        return ([128, 256, 512, 1024], [1, 8, 32, 128, 1024]) if quick else (
-            [128, 256, 512, 1024, 2048], [1, 4, 8, 16, 32, 64, 256, 1024, 2048])
+        # hidden sizes on a 1.5-2x grid: a CPU BLAS blocks K and N in fixed tiles, so a GEMM's rate
+        # at a given FLOP depends on where its dimensions fall between tiles; a coarse 2x grid
+        # leaves the in-between widths (192, 384, 768) unmeasured
+        return ([128, 192, 256, 384, 512, 768, 1024], [1, 8, 32, 128, 1024]) if quick else (
+            [128, 192, 256, 384, 512, 768, 1024, 1536, 2048], [1, 4, 8, 16, 32, 64, 256, 1024, 2048])
     return ([1024, 4096, 8192], [1, 64, 512, 4096]) if quick else (
         [1024, 2048, 4096, 8192], [1, 16, 64, 256, 1024, 4096, 16384])
 

@@ -39,10 +39,10 @@ def test_ctrl_c_keeps_rows_and_the_rerun_resumes(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(runner.Store, "append", real)
     assert cli.main(["--device", "cpu", "--quick", "--only", "memory", "--out", str(out)]) == 0
     captured = capsys.readouterr()
-    # 5 copies and 5 element-wise multiplies in the quick memory sweep
-    assert "resuming: 2 of 10" in captured.err
+    # 5 copies, 5 element-wise multiplies and 5 of each element-wise class in the quick memory sweep
+    assert "resuming: 2 of 30" in captured.err
     lines = out.with_suffix(".csv").read_text().splitlines()
-    assert len(lines) == 1 + 10 and sum(k in "".join(lines) for k in appended) == 2
+    assert len(lines) == 1 + 30 and sum(k in "".join(lines) for k in appended) == 2
     assert "no device profile" in captured.err and not out.exists()
 
 

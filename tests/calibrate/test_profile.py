@@ -54,3 +54,32 @@ def test_yaml_round_trip_and_the_profile_drives_the_twin(tmp_path, target, synth
     assert costs.decode_time(8, 8 * 1000) > 0
     report = check_report(scenario)
     assert report["scenario"]["cluster"]["gpu"] == "cpu-test (calibrated)"
+
+
+def test_attention_head_width_and_elementwise_classes_are_fitted(tmp_path, target, synthetic_store):
+    """Known answers: 32-wide heads at half, 128-wide at the same rate as 64-wide; SiLU at 20% of the
+    copy peak, rotary at 10%."""
+    from calibrate.profile import device_profile
+    from calibrate.store import Row
+
+    def add(key, suite, op, dtype, size, seconds, params=""):
+        synthetic_store.append(Row(key, suite, op, dtype, size, seconds, size / seconds, 0.0, params, 5,
+                                   target.device_name))
+
+    for f, rate in ((1e6, 2e10), (1e8, 6e10)):  # the fixture's 64-wide rows have no head_dim: 64
+        add(f"attn/{f}/32", "attention", "prefill", "fp32", f, f / (rate / 2), f"batch=1 seq={f:g} head_dim=32")
+        add(f"attn/{f}/128", "attention", "prefill", "fp32", f, f / rate, f"batch=1 seq={f:g} head_dim=128")
+    for cls, eff in (("unary", 0.2), ("rotary", 0.1)):
+        for b in (1e5, 1e7):
+            add(f"ew/{cls}/{b}", "memory", f"elementwise_{cls}", "fp32", b, b / (eff * 1e11))
+    prof = device_profile(target, synthetic_store, "test", "cpu.csv")
+    c, m = prof["compute"], prof["memory"]
+    assert c["attention_efficiency_by_head_dim"]["points"] == [[32.0, 0.5], [64.0, 1.0]] or \
+        c["attention_efficiency_by_head_dim"]["points"] == [[32.0, 0.5], [64.0, 1.0], [128.0, 1.0]]
+    assert c["attention_efficiency"]["points"][-1][1] == pytest.approx(0.6, rel=1e-2)  # the 64-wide rates
+    assert {e for _, e in m["elementwise_classes"]["unary"]["points"]} == {0.2}
+    assert {e for _, e in m["elementwise_classes"]["rotary"]["points"]} == {0.1}
+    assert "softmax" not in m["elementwise_classes"]
+    from twin.config.hardware import parse_profile
+
+    parse_profile(prof)

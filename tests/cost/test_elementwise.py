@@ -95,3 +95,49 @@ def test_engine_adds_elementwise_time_outside_the_roofline_max():
     assert c.iteration_time(n, 0, 0) == pytest.approx(c.overhead_s + c.elementwise_s[n] + max(compute, c.weights_s[n]))
     eager = engine_costs(s, kernels="eager")
     assert np.all(eager.elementwise_s[1:] >= c.elementwise_s[1:])
+
+
+def test_classes_split_the_totals():
+    a = llama8b()
+    h, q, k, f = 4096, 32 * 128, 8 * 128, 14336
+    eager = tf.layer_elementwise_classes(a, "eager")
+    assert eager == {"binary": (10 * h + 3 * f, 5), "unary": (2 * f, 1), "rotary": (11 * q + 9 * k, 15)}
+    for kernels in ("eager", "fused"):
+        by = tf.layer_elementwise_classes(a, kernels)
+        assert (sum(e for e, _ in by.values()), sum(o for _, o in by.values())) == tf.layer_elementwise(a, kernels)
+        for kind, rows in (("score", None), ("train", None), ("generate", 64.0)):
+            work = tf.elementwise_work_by_class(a, 1000.0, kind, rows, kernels, recompute=kind == "train")
+            total = tf.elementwise_work(a, 1000.0, kind, rows, kernels, recompute=kind == "train")
+            assert sum(b for b, _ in work.values()) == pytest.approx(total[0])
+            assert sum(o for _, o in work.values()) == pytest.approx(total[1])
+    # the vocabulary passes are the softmax class: 2V fp32 per row when scoring
+    assert tf.elementwise_work_by_class(a, 10.0, "score")["softmax"] == (10 * 2 * 128_256 * 4, 1.0)
+
+
+def test_class_curves_price_each_class_and_their_absence_changes_nothing():
+    from twin.cost.roofline import elementwise_time_by_class
+
+    work = {"binary": (1e9, 10.0), "unary": (4e8, 2.0), "softmax": (2e8, 1.0)}
+    binary = {"points": [[1e4, 0.01], [1e8, 0.5]], "source": "t"}
+    plain = _profile(**{"memory.elementwise_efficiency": binary})
+    # without class curves: one average kernel, as elementwise_time
+    assert elementwise_time_by_class(work, plain) == pytest.approx(elementwise_time(1.6e9, 13, plain))
+    assert elementwise_time_by_class(work, plain, 2.0, 4.0) == pytest.approx(elementwise_time(0.4e9, 26, plain))
+    classes = {"unary": {"points": [[1e4, 0.01], [1e8, 0.1]], "source": "t"}}
+    p = _profile(**{"memory.elementwise_efficiency": binary, "memory.elementwise_classes": classes})
+    # binary 100 MB kernels at 0.5 of 1 TB/s; unary 200 MB kernels at 0.1; softmax (no curve) at binary's
+    want = 1e9 / 0.5e12 + 4e8 / 0.1e12 + 2e8 / 0.5e12
+    assert elementwise_time_by_class(work, p) == pytest.approx(want)
+
+
+def test_attention_by_head_dim_multiplies_the_flop_curve():
+    from twin.cost.roofline import attention_time
+
+    base = {"compute.attention_efficiency": {"points": [[1e6, 0.2], [1e9, 0.5]], "source": "t"}}
+    p = _profile(**base)
+    assert attention_time(1e9, p, "bf16", 32) == attention_time(1e9, p, "bf16") == pytest.approx(1e9 / 0.5e15)
+    q = _profile(**base, **{"compute.attention_efficiency_by_head_dim":
+                            {"points": [[32, 0.5], [128, 1.0]], "source": "t"}})
+    assert attention_time(1e9, q, "bf16", 32) == pytest.approx(1e9 / 0.25e15)
+    assert attention_time(1e9, q, "bf16", 64) == pytest.approx(1e9 / (0.5e15 * 0.75))  # log-linear in width
+    assert attention_time(1e9, q, "bf16") == pytest.approx(1e9 / 0.5e15)  # width unknown: the FLOP curve

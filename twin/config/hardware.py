@@ -103,6 +103,15 @@ class Compute(Strict):
         default=None,
         description="Attention kernel efficiency by FLOP per call; defaults to the GEMM curve.",
     )
+    attention_efficiency_by_head_dim: EfficiencyCurve | None = Field(
+        default=None,
+        description=(
+            "Optional. Attention efficiency by head width (size = head_dim, not FLOP), relative to the best "
+            "width measured: a kernel's rate per FLOP falls with narrower heads (less work per loaded "
+            "element). When present, attention efficiency = attention_efficiency(FLOP per call) × this(head_dim) "
+            "(calibrate fits the two as such a product); absent, the FLOP curve alone."
+        ),
+    )
     source: str
 
     def gemm_eff(self, flops_per_call: float, tokens: float | None = None) -> float:
@@ -119,6 +128,14 @@ class Compute(Strict):
         eff = self.gemm_efficiency.at_array(flops_per_call)
         if tokens is not None and self.gemm_efficiency_by_tokens is not None:
             eff = eff * self.gemm_efficiency_by_tokens.at_array(np.maximum(tokens, 1.0))
+        return eff
+
+    def attention_eff(self, flops_per_call: float, head_dim: float | None = None) -> float:
+        """Efficiency of an attention call of ``flops_per_call`` FLOP over heads ``head_dim`` wide."""
+        curve = self.attention_efficiency or self.gemm_efficiency
+        eff = curve.at(flops_per_call)
+        if head_dim is not None and self.attention_efficiency_by_head_dim is not None:
+            eff *= self.attention_efficiency_by_head_dim.at(float(head_dim))
         return eff
 
     def peak(self, dtype: str) -> float:
@@ -143,11 +160,28 @@ class Memory(Strict):
             "cache as a model's activations are. Defaults to ``efficiency`` (copies)."
         ),
     )
+    elementwise_classes: dict[Literal["unary", "rotary", "softmax", "sample"], EfficiencyCurve] | None = Field(
+        default=None,
+        description=(
+            "Optional. Efficiency curves (fraction of peak bandwidth by bytes read + written per kernel) of "
+            "element-wise kernel classes that do not run at a binary op's rate: 'unary' (transcendental, "
+            "e.g. SiLU: compute-bound on a CPU), 'rotary' (short-row, strided kernels of the eager rotary "
+            "embedding and the attention output copy), 'softmax' (log-softmax over a vocabulary), 'sample' "
+            "(the sampler's pass over the probabilities: a random draw per element). When "
+            "present, each class of ``twin.cost.transformer.elementwise_work_by_class`` is priced at its own "
+            "curve (a class without one, and 'binary', at ``elementwise_efficiency``); absent, all element-wise "
+            "work is priced as one average kernel at ``elementwise_efficiency``."
+        ),
+    )
     source: str
 
     @property
     def elementwise_curve(self) -> EfficiencyCurve:
         return self.elementwise_efficiency or self.efficiency
+
+    def elementwise_class_curve(self, cls: str) -> EfficiencyCurve:
+        """The curve of element-wise kernel class ``cls`` (binary and unmeasured classes: the binary curve)."""
+        return (self.elementwise_classes or {}).get(cls) or self.elementwise_curve
 
 
 class Overhead(Strict):

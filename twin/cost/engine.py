@@ -104,18 +104,32 @@ def engine_costs(scenario: Scenario, kernels: tf.Kernels = "fused") -> EngineCos
         # Megatron-style TP: two all-reduces of the hidden states per layer.
         hidden_bytes = n * arch.hidden_size * arch.bytes_per_param
         comm_s = np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * hidden_bytes), 0.0)
-    # element-wise bytes are linear in (tokens, sequences): a·n + b·rows; kernels are fixed
-    one, ops = tf.elementwise_work(arch, 1.0, "generate", 0.0, kernels)
-    row = tf.elementwise_work(arch, 1.0, "generate", 1.0, kernels)[0] - one
-    ew_bytes = (one * n + row * logit_tokens) / tp
-    per_op = ew_bytes / ops  # roofline.elementwise_op_time, vectorised
+    # element-wise bytes are linear in (tokens, sequences): a·n + b·rows; kernels are fixed.
+    # Without class curves in the profile the work is priced as one average kernel (as
+    # roofline.elementwise_time); with them, per class (as roofline.elementwise_time_by_class).
+    one = tf.elementwise_work_by_class(arch, 1.0, "generate", 0.0, kernels)
+    with_row = tf.elementwise_work_by_class(arch, 1.0, "generate", 1.0, kernels)
+    if gpu.memory.elementwise_classes is None:
+        classes = {"binary": (sum(b for b, _ in one.values()), sum(o for _, o in one.values()),
+                              sum(b for b, _ in with_row.values()) - sum(b for b, _ in one.values()))}
+    else:
+        classes = {c: (one[c][0], one[c][1], with_row[c][0] - one[c][0]) for c in one}
     mem = gpu.memory
-    t_op = per_op / (mem.bandwidth_bytes_per_s * np.maximum(mem.elementwise_curve.at_array(per_op), 1e-9))
-    t_op = np.maximum(t_op, elementwise_op_time(0.0, gpu))  # the per-call floor
-    elementwise_s = np.where(n > 0, ops * t_op, 0.0)
+    elementwise_s = np.zeros_like(n)
+    for cls, (a, ops, row) in classes.items():
+        if ops <= 0:
+            continue
+        per_op = (a * n + row * logit_tokens) / tp / ops  # roofline.elementwise_op_time, vectorised
+        curve = mem.elementwise_class_curve(cls)
+        t_op = per_op / (mem.bandwidth_bytes_per_s * np.maximum(curve.at_array(per_op), 1e-9))
+        t_op = np.maximum(t_op, elementwise_op_time(0.0, gpu, cls))  # the per-call floor
+        elementwise_s = elementwise_s + np.where(n > 0, ops * t_op, 0.0)
     comm_s = comm_s + elementwise_s
     attn_curve = gpu.compute.attention_efficiency or gpu.compute.gemm_efficiency
-    attn_s_per_pair = arch.attention_flops_per_token_pair / tp / (peak * attn_curve.best)
+    attn_best = attn_curve.best
+    if gpu.compute.attention_efficiency_by_head_dim is not None:
+        attn_best *= gpu.compute.attention_efficiency_by_head_dim.at(tf.attention_head_dim(arch))
+    attn_s_per_pair = arch.attention_flops_per_token_pair / tp / (peak * attn_best)
     shards = kv_shards(arch, tp)
     kv_bytes_per_gpu_token = arch.kv_bytes_per_token / shards
     kv_s_per_token = kv_bytes_per_gpu_token / memory_rate(gpu, float(weight_bytes[-1]))

@@ -16,12 +16,12 @@ def compute_time(flops: float, profile: DeviceProfile, dtype: str, flops_per_cal
     return flops / (profile.compute.peak(dtype) * eff)
 
 
-def attention_time(flops: float, profile: DeviceProfile, dtype: str) -> float:
-    """Seconds of ``flops`` of attention in one call (efficiency read at that call's size)."""
+def attention_time(flops: float, profile: DeviceProfile, dtype: str, head_dim: float | None = None) -> float:
+    """Seconds of ``flops`` of attention in one call (efficiency read at that call's size and,
+    when the profile has a head-width curve and ``head_dim`` is given, at the heads' width)."""
     if flops <= 0:
         return 0.0
-    curve = profile.compute.attention_efficiency or profile.compute.gemm_efficiency
-    return flops / (profile.compute.peak(dtype) * curve.at(flops))
+    return flops / (profile.compute.peak(dtype) * profile.compute.attention_eff(flops, head_dim))
 
 
 def memory_time(nbytes: float, profile: DeviceProfile) -> float:
@@ -51,15 +51,37 @@ def elementwise_time(nbytes: float, ops: float, profile: DeviceProfile) -> float
     return ops * elementwise_op_time(nbytes / ops, profile)
 
 
-def elementwise_op_time(nbytes: float, profile: DeviceProfile) -> float:
+def elementwise_op_time(nbytes: float, profile: DeviceProfile, cls: str = "binary") -> float:
     """Seconds of one element-wise kernel moving ``nbytes``: at the element-wise efficiency for
     its size, and never less than ``per_kernel_s`` nor, with a calibrated element-wise curve,
     than the smallest kernel measured took (below its smallest size a call's time is its fixed
-    cost, not a rate: the curve is not extrapolated to ever faster tiny kernels)."""
+    cost, not a rate: the curve is not extrapolated to ever faster tiny kernels). ``cls``: the
+    kernel's class (``transformer.ELEMENTWISE_CLASSES``), read at the profile's curve for it
+    (``Memory.elementwise_class_curve``: the binary curve when the profile has none)."""
     mem = profile.memory
     rate = mem.bandwidth_bytes_per_s
-    t = nbytes / (rate * mem.elementwise_curve.at(nbytes))
+    curve = mem.elementwise_class_curve(cls)
+    t = nbytes / (rate * curve.at(nbytes))
     if mem.elementwise_efficiency is not None:
-        s0, e0 = mem.elementwise_efficiency.points[0]
+        s0, e0 = curve.points[0]
         t = max(t, s0 / (rate * e0))
     return max(t, profile.overhead.per_kernel_s)
+
+
+def elementwise_time_by_class(work: dict[str, tuple[float, float]], profile: DeviceProfile,
+                              kernel_factor: float = 1.0, byte_divisor: float = 1.0) -> float:
+    """Seconds of element-wise work split by kernel class ({class: (bytes, kernels)}, as
+    ``transformer.elementwise_work_by_class``): with ``memory.elementwise_classes`` in the profile,
+    each class's kernels at that class's curve (:func:`elementwise_op_time`); without, the whole
+    as one average kernel (:func:`elementwise_time`, the behaviour of profiles without classes).
+    ``kernel_factor`` multiplies the kernel count (e.g. micro-batches), ``byte_divisor`` divides
+    the bytes (e.g. TP × PP shards)."""
+    if profile.memory.elementwise_classes is None:
+        nbytes = sum(b for b, _ in work.values()) / byte_divisor
+        return elementwise_time(nbytes, sum(o for _, o in work.values()) * kernel_factor, profile)
+    total = 0.0
+    for cls, (nbytes, ops) in work.items():
+        n, k = nbytes / byte_divisor, ops * kernel_factor
+        if n > 0 and k > 0:
+            total += k * elementwise_op_time(n / k, profile, cls)
+    return total

@@ -90,6 +90,13 @@ def weight_bytes_read(arch: ModelArch, tokens: float) -> float:
     return read * b
 
 
+def attention_head_dim(arch: ModelArch) -> float:
+    """Width of one attention head's dot products (MLA: the query-key head, nope + rope)."""
+    if arch.mla:
+        return float(arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim)
+    return float(arch.d_head)
+
+
 def gemm_flops_per_call(arch: ModelArch, tokens: float) -> float:
     """Typical FLOP of one GEMM in a forward over ``tokens`` tokens (sets its efficiency)."""
     return 2.0 * body_params(arch) * max(tokens, 1.0) / (GEMMS_PER_LAYER * arch.num_layers)
@@ -153,6 +160,32 @@ def layer_elementwise(arch: ModelArch, kernels: Kernels = "eager") -> tuple[floa
     raise ValueError(f"kernels must be 'eager' or 'fused', not {kernels!r}")
 
 
+# Classes of element-wise kernels, priced each at its own calibrated curve where a profile has
+# one (``Memory.elementwise_classes``): a CPU runs a transcendental function or a short-row,
+# strided kernel far below the rate of a contiguous binary op.
+ELEMENTWISE_CLASSES = ("binary", "unary", "rotary", "softmax", "sample")
+
+
+def layer_elementwise_classes(arch: ModelArch, kernels: Kernels = "eager") -> dict[str, tuple[float, float]]:
+    """:func:`layer_elementwise` split by kernel class: {class: (elements per token, kernels)}.
+
+    ``binary`` (contiguous, memory-bound: norms, residual adds, SiLU(gate)·up), ``unary``
+    (transcendental: SiLU), ``rotary`` (short-row, strided kernels around attention: rotate_half's
+    multiplies of half-width slices, add, sub, cat, and the attention output's copy back to
+    token-major). ``eager``: binary 10h + 3f in 5 kernels, unary 2f in 1, rotary 11q + 9k in 15;
+    ``fused``: binary 8h in 2 (add+RMSNorm), unary 3f in 1 (silu_and_mul), rotary 2q + 2k in 1.
+    The totals are :func:`layer_elementwise`'s.
+    """
+    h = float(arch.hidden_size)
+    q, k = _qkv_dims(arch)
+    f = ffn_width(arch)
+    if kernels == "eager":
+        return {"binary": (10 * h + 3 * f, 5.0), "unary": (2 * f, 1.0), "rotary": (11 * q + 9 * k, 15.0)}
+    if kernels == "fused":
+        return {"binary": (8 * h, 2.0), "unary": (3 * f, 1.0), "rotary": (2 * q + 2 * k, 1.0)}
+    raise ValueError(f"kernels must be 'eager' or 'fused', not {kernels!r}")
+
+
 def elementwise_work(
     arch: ModelArch,
     tokens: float,
@@ -178,20 +211,44 @@ def elementwise_work(
       activation recomputation; over the vocabulary log-softmax forward 2V, its backward 3V
       and the gather's backward (zero-fill and scatter) 1V: 6V, 3 kernels.
     """
+    work = elementwise_work_by_class(arch, tokens, kind, logit_rows, kernels, recompute)
+    return float(sum(b for b, _ in work.values())), float(sum(o for _, o in work.values()))
+
+
+def elementwise_work_by_class(
+    arch: ModelArch,
+    tokens: float,
+    kind: Literal["generate", "score", "train"],
+    logit_rows: float | None = None,
+    kernels: Kernels = "eager",
+    recompute: bool = False,
+) -> dict[str, tuple[float, float]]:
+    """:func:`elementwise_work` split by kernel class (:data:`ELEMENTWISE_CLASSES`):
+    {class: (bytes, kernels)}. The embedding lookup, the final RMSNorm and the KV-cache write
+    are ``binary``; the vocabulary passes are ``softmax``, but for the sampler's pass over the
+    probabilities (``generate``: 2V per row, 1 kernel), which is ``sample``; the layers split as
+    :func:`layer_elementwise_classes`. Empty when ``tokens`` ≤ 0."""
     if tokens <= 0:
-        return 0.0, 0.0
+        return {}
     b = arch.bytes_per_param
     h, L, V = float(arch.hidden_size), arch.num_layers, float(arch.vocab_size)
-    per_layer, layer_ops = layer_elementwise(arch, kernels)
+    layer = layer_elementwise_classes(arch, kernels)
     if kind == "generate":
         _, k = _qkv_dims(arch)
-        per_layer += 4 * k
-        layer_ops += 1 if kernels == "fused" else 2
+        e, o = layer["binary"]
+        layer["binary"] = (e + 4 * k, o + (1 if kernels == "fused" else 2))
     rows = tokens if logit_rows is None else logit_rows
-    body_bytes = (tokens * (2 * h + L * per_layer) + rows * 2 * h) * b  # embedding, layers, final norm
-    body_ops = 2.0 + L * layer_ops
-    if kind == "train":  # forward, backward (2× forward), recomputed forward
-        passes = 3.0 + (1.0 if recompute else 0.0)
-        body_bytes, body_ops = body_bytes * passes, body_ops * passes
-    vocab_elems, vocab_ops = {"generate": (4 * V, 2.0), "score": (2 * V, 1.0), "train": (6 * V, 3.0)}[kind]
-    return float(body_bytes + rows * vocab_elems * VOCAB_BYTES), float(body_ops + vocab_ops)
+    passes = (3.0 + (1.0 if recompute else 0.0)) if kind == "train" else 1.0  # forward, backward (2×), recompute
+    out: dict[str, tuple[float, float]] = {}
+    for cls, (elems, ops) in layer.items():
+        nbytes = tokens * L * elems * b
+        kops = L * ops
+        if cls == "binary":  # embedding lookup (2h per token, 1 kernel), final norm (2h per logit row, 1)
+            nbytes += (tokens * 2 * h + rows * 2 * h) * b
+            kops += 2.0
+        out[cls] = (float(nbytes * passes), float(kops * passes))
+    vocab_elems, vocab_ops = {"generate": (2 * V, 1.0), "score": (2 * V, 1.0), "train": (6 * V, 3.0)}[kind]
+    out["softmax"] = (float(rows * vocab_elems * VOCAB_BYTES), vocab_ops)
+    if kind == "generate":  # the sampler's pass over the probabilities
+        out["sample"] = (float(rows * 2 * V * VOCAB_BYTES), 1.0)
+    return out
