@@ -126,3 +126,13 @@ def test_import_twin_does_not_import_torch():
     code = "import sys, twin, twin.cli, twin.check; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_relative_paths_in_overrides_mean_the_current_directory(tmp_path, monkeypatch, base):
+    cfg = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "intermediate_size": 128, "vocab_size": 100}
+    (tmp_path / "config.json").write_text(__import__("json").dumps(cfg))
+    monkeypatch.chdir(tmp_path)
+    assert parse_overrides(["model=./config.json"])["model"] == str(tmp_path / "config.json")
+    s = load_scenario("grpo-8b-disaggregated", ["model=./config.json"])  # a built-in scenario
+    assert s.model.num_layers == 2

@@ -34,7 +34,11 @@ def scenario_path(ref: str | Path) -> Path:
 
 
 def parse_overrides(items: Iterable[str]) -> dict[str, object]:
-    """``['a.b=3', 'c=true']`` -> ``{'a.b': 3, 'c': True}``; values parse as YAML scalars."""
+    """``['a.b=3', 'c=true']`` -> ``{'a.b': 3, 'c': True}``; values parse as YAML scalars.
+
+    A relative path typed on the command line means a file where the command runs, not beside
+    the scenario: one that exists from here is made absolute.
+    """
     out: dict[str, object] = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -42,9 +46,12 @@ def parse_overrides(items: Iterable[str]) -> dict[str, object]:
             raise InputError("an override must look like dotted.path=value", field="--set", value=item,
                              allowed="e.g. --set placement.rollout.gpus=64")
         try:
-            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+            value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:
-            out[key.strip()] = raw
+            value = raw
+        if isinstance(value, str) and looks_like_path(value) and Path(value).expanduser().exists():
+            value = str(Path(value).expanduser().resolve())
+        out[key.strip()] = value
     return out
 
 
