@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from twin.engine import layout
 from twin.engine.layout import BUSY, CLOCK, ID, NFREE, SPAN_END, SPAN_START, WCOUNT, WHEAD
 from twin.jit import njit
+
+
+# the reference calls the same rules in plain Python
+contiguous = njit(layout.spans_touch)
+arrived_by = njit(layout.arrived_by)
 
 
 @njit
@@ -18,7 +24,7 @@ def record_busy(engf, e, start, dt, sp_e, sp_t, counts):
     """Account ``dt`` busy seconds from ``start``; contiguous work extends the open span."""
     engf[e, BUSY] += dt
     if np.isfinite(engf[e, SPAN_START]):
-        if engf[e, SPAN_END] == start:
+        if contiguous(engf[e, SPAN_END], start):
             engf[e, SPAN_END] = start + dt
             return
         k = counts[1]

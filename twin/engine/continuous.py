@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.engine.bookkeeping import (abort_in_flight, drop_arrived, emit_finish, pop_front,
+from twin.engine.bookkeeping import (abort_in_flight, arrived_by, drop_arrived, emit_finish, pop_front,
                                      push_front, record_busy, release, waiting_front,
                                      wake_if_idle)
 from twin.engine.iteration import (decode_run_time, iteration_time, iterations_until_reached,
@@ -79,7 +79,7 @@ def _plan(req, arrival, running, waiting, eng, e, clock, params, scratch):
         head, wcount = eng[e, WHEAD], eng[e, WCOUNT]
         while nadm < wcount and nkeep + nadm < params[MAX_SEQS] and budget > 0:
             s = waiting[e, (head + nadm) % cap]
-            if arrival[e, s] > clock:
+            if not arrived_by(arrival[e, s], clock):
                 break
             tokens = req[e, PROMPT, s] + req[e, GENERATED, s]
             f = req[e, COMPUTED, s]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from twin.engine.bookkeeping import arrived_by
 from twin.engine.layout import ATTN_PER_PAIR, COMM, KV_PER_TOKEN, LINEAR, OVERHEAD, WEIGHTS
 from twin.jit import njit
 
@@ -84,12 +85,12 @@ def iterations_within(tab, cf, n, ctx, kmax, start, until):
 @njit
 def iterations_until_reached(tab, cf, n, ctx, kmax, start, target):
     """Smallest ``k`` in ``1..kmax`` with ``start + decode_run_time(k) >= target``, else ``kmax``."""
-    if start + decode_run_time(tab, cf, n, ctx, kmax) < target:
+    if not arrived_by(target, start + decode_run_time(tab, cf, n, ctx, kmax)):
         return kmax
     lo, hi = 0, kmax  # lo misses, hi reaches
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if start + decode_run_time(tab, cf, n, ctx, mid) >= target:
+        if arrived_by(target, start + decode_run_time(tab, cf, n, ctx, mid)):
             hi = mid
         else:
             lo = mid

@@ -131,3 +131,21 @@ class PoolArrays:
         self.eng[:, WHEAD] = 0
         self.eng[:, NFREE] += cap - old
         self.req, self.arrival, self.waiting, self.free_slots = req, arrival, waiting, free_slots
+
+
+# The kernels price a run of decode iterations in closed form and the reference steps one
+# iteration at a time, so the same instant can differ in its last bits between the two. Two
+# instants this close are the same instant: a request arriving then has arrived, and a span
+# ending then is continued, not followed by idle time.
+# (Plain functions, compiled for the kernels in bookkeeping.py.)
+SAME_INSTANT = 1e-12  # relative, for times above a second; absolute below
+
+
+def spans_touch(end: float, start: float) -> bool:
+    """Whether work starting at ``start`` continues a busy span ending at ``end``."""
+    return abs(start - end) <= SAME_INSTANT * max(1.0, abs(start))
+
+
+def arrived_by(arrival: float, clock: float) -> bool:
+    """Whether a request arriving at ``arrival`` is there at ``clock``."""
+    return arrival <= clock + SAME_INSTANT * max(1.0, abs(clock))

@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from twin.cost.engine import EngineCosts
-from twin.engine.layout import total_blocks
+from twin.engine.layout import arrived_by, spans_touch, total_blocks
 
 
 class Request:
@@ -70,7 +70,7 @@ class _Engine:
 
     def _busy(self, start: float, dt: float) -> None:
         self.busy_s += dt
-        if self.open_span is not None and self.open_span[1] == start:
+        if self.open_span is not None and spans_touch(self.open_span[1], start):
             self.open_span[1] = start + dt
         else:
             if self.open_span is not None:
@@ -134,7 +134,7 @@ class ContinuousEngine(_Engine):
         for w in self.waiting:
             if len(kept) + len(p.admitted) >= self.costs.max_num_seqs or budget == 0:
                 break
-            if w.arrival > self.clock:
+            if not arrived_by(w.arrival, self.clock):
                 break
             need = self._blocks(w.tokens) - w.blocks
             if need > p.free:
@@ -235,7 +235,7 @@ class StaticEngine(_Engine):
 
     def _form_batch(self) -> None:
         while (self.waiting and len(self.batch) < self.costs.max_num_seqs
-               and self.waiting[0].arrival <= self.clock):
+               and arrived_by(self.waiting[0].arrival, self.clock)):
             self.batch.append(self.waiting.popleft())
         self.prompt = max(r.prompt for r in self.batch)
         self.length = max(r.new for r in self.batch)

@@ -12,7 +12,7 @@ the memory model's business, not the scheduler's).
 
 from __future__ import annotations
 
-from twin.engine.bookkeeping import (abort_in_flight, drop_arrived, emit_finish, pop_front,
+from twin.engine.bookkeeping import (abort_in_flight, arrived_by, drop_arrived, emit_finish, pop_front,
                                      record_busy, release, waiting_front, wake_if_idle)
 from twin.engine.iteration import decode_run_time, iterations_within, static_prefill_time
 from twin.engine.layout import (BATCH_DONE, BATCH_LEN, BATCH_PREFILL, BATCH_PROMPT, CLOCK, ID,
@@ -25,7 +25,7 @@ from twin.jit import njit
 def _form_batch(req, arrival, running, waiting, eng, e, clock, params):
     nrun, prompt, length = 0, 0, 0
     while (eng[e, WCOUNT] > 0 and nrun < params[MAX_SEQS]
-           and arrival[e, waiting_front(waiting, eng, e)] <= clock):
+           and arrived_by(arrival[e, waiting_front(waiting, eng, e)], clock)):
         s = pop_front(waiting, eng, e)
         running[e, nrun] = s
         nrun += 1
