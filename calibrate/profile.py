@@ -82,21 +82,27 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
             "half by FLOP (where the fixed cost of a call is small), isotonic in M. A few-row GEMM is bound by "
             "streaming its weight (2M FLOP per weight element whatever K and N), so this limit depends on M "
             "alone.")}
-    attention = [r for r in store.select("attention") if r.seconds > 0]
+    measured = [r for r in store.select("attention") if r.seconds > 0]
+    attention = [r for r in measured if r.op != "backward"]
+    backward = [r for r in measured if r.op == "backward"]
     if attention:
         dtype = attention[0].dtype
         by_width = attention_head_dim_curve(attention)
-        sizes, rates = _sizes_rates(attention)
         how = "by FLOP per call"
         if by_width:
-            widths = np.array([_head_dim(r) for r in attention])
-            rates = rates / fit.interp_log([p[0] for p in by_width], [p[1] for p in by_width], widths)
             how = "by FLOP per call after dividing each rate by attention_efficiency_by_head_dim at its heads' width"
-        attn = fit.efficiency_curve(sizes, rates, peaks.get(dtype, max(peaks.values())))
+        attn_peak = peaks.get(dtype, max(peaks.values()))
+        attn = fit.efficiency_curve(*_width_free_rates(attention, by_width), attn_peak)
         compute["attention_efficiency"] = {"points": [list(p) for p in attn], "source": (
             f"{len(attention)} scaled_dot_product_attention calls (causal prefills and one-token decodes over a "
             f"KV cache), FLOP = 4·heads·head_dim per (query, key) pair, {how}, relative to the best "
             f"{dtype} GEMM rate")}
+        if backward:
+            compute["attention_backward_efficiency"] = {"points": [list(p) for p in fit.efficiency_curve(
+                *_width_free_rates(backward, by_width), attn_peak)], "source": (
+                f"{len(backward)} backwards of causal scaled_dot_product_attention prefills (gradients of q, k, v; "
+                f"the forward's graph kept), FLOP = twice the forward's, {how}, relative to the best {dtype} "
+                "GEMM rate")}
         if by_width:
             compute["attention_efficiency_by_head_dim"] = {"points": [list(p) for p in by_width], "source": (
                 "the same attention calls at head widths "
@@ -147,6 +153,16 @@ ELEMENTWISE_CLASS_WHAT = {
     "rotary": "eager rotary embeddings of 64-wide heads plus the copy back to token-major (8 kernels "
               "moving 11 elements per query element; time and bytes per kernel)",
 }
+
+
+def _width_free_rates(rows: list[Row], by_width) -> tuple[np.ndarray, np.ndarray]:
+    """Sizes and rates of attention calls, each rate divided by the head-width curve at its
+    heads' width (unchanged without a curve)."""
+    sizes, rates = _sizes_rates(rows)
+    if by_width:
+        widths = np.array([_head_dim(r) for r in rows])
+        rates = rates / fit.interp_log([p[0] for p in by_width], [p[1] for p in by_width], widths)
+    return sizes, rates
 
 
 def _head_dim(row: Row) -> float:

@@ -27,19 +27,19 @@ CPU_CONFIGS = (
     ProbeConfig("small-static", DecoderConfig(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=352,
                                               vocab=512, name="probe-small"),
                 prompts=4, group=4, prompt_len=32, response_min=16, response_max=64, engine="static",
-                reward_workers=4, reward_latency_s=0.02, steps=3),
+                reward_workers=4, reward_latency_s=0.02, steps=5, warmup_steps=3),
     ProbeConfig("medium-continuous", DecoderConfig(hidden=256, layers=4, heads=4, kv_heads=2, intermediate=704,
                                                    vocab=1024, name="probe-medium"),
                 prompts=8, group=4, prompt_len=32, response_min=16, response_max=96, engine="continuous",
-                slots=16, reward_workers=4, reward_latency_s=0.02, steps=3),
+                slots=16, reward_workers=4, reward_latency_s=0.02, steps=5, warmup_steps=3),
     ProbeConfig("wide-static-long", DecoderConfig(hidden=384, layers=3, heads=6, kv_heads=2, intermediate=1024,
                                                   vocab=1024, name="probe-wide"),
                 prompts=4, group=2, prompt_len=64, response_min=64, response_max=160, engine="static",
-                reward_workers=2, reward_latency_s=0.03, steps=3),
+                reward_workers=2, reward_latency_s=0.03, steps=5, warmup_steps=3),
     ProbeConfig("deep-continuous", DecoderConfig(hidden=192, layers=8, heads=6, kv_heads=3, intermediate=512,
                                                  vocab=768, name="probe-deep"),
                 prompts=6, group=4, prompt_len=24, response_min=8, response_max=80, engine="continuous",
-                slots=8, reward_workers=6, reward_latency_s=0.01, steps=3),
+                slots=8, reward_workers=6, reward_latency_s=0.01, steps=5, warmup_steps=3),
 )
 DEFAULT_CONFIGS = CPU_CONFIGS  # the CPU set (CI and tests); GPU_CONFIGS for --device cuda
 

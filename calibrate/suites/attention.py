@@ -1,9 +1,13 @@
-"""Attention through scaled_dot_product_attention: prefill (causal, over batch and length)
-and decode (one query per sequence over a KV cache, grouped-query heads).
+"""Attention through scaled_dot_product_attention: prefill (causal, over batch and length),
+its backward (training), and decode (one query per sequence over a KV cache, grouped-query
+heads).
 
 FLOP are counted as the twin counts them (4·heads·head_dim per (query, key) pair; a causal
 sequence of s tokens has s(s+1)/2 pairs), so the measured rate is directly the one the
-twin's attention term needs. Decode rows also record the KV bytes read.
+twin's attention term needs. Decode rows also record the KV bytes read. A backward row
+times the gradients of q, k and v of one causal prefill call (the forward's graph kept, so
+only the backward kernel is timed); its FLOP are counted as twice the forward's, as the
+twin's learner counts them.
 
 Head width: SDPA's rate per FLOP falls with narrower heads (less work per element loaded), so
 every case is also measured with heads of ``HEAD_DIMS`` at the same total width (heads ×
@@ -50,6 +54,10 @@ def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
                             dtype=dtype, size=per_pair * b * s * (s + 1) / 2,
                             params=params(batch=b, seq=s, head_dim=d),
                             measure=_measure(device, dtype, b, s, s, budget, clock, heads, kv_heads, d)))
+            out.append(Spec(key=f"attention/{dtype}/backward/b={b},s={s}{tag}", suite="attention", op="backward",
+                            dtype=dtype, size=2 * per_pair * b * s * (s + 1) / 2,
+                            params=params(batch=b, seq=s, head_dim=d),
+                            measure=_measure_backward(device, dtype, b, s, budget, clock, heads, kv_heads, d)))
         for b, kv in decode:
             kv_bytes = 2 * b * kv_heads * kv * d * (4 if dtype == "fp32" else 2)
             out.append(Spec(key=f"attention/{dtype}/decode/b={b},kv={kv}{tag}", suite="attention", op="decode",
@@ -71,5 +79,21 @@ def _measure(device, dtype, b, q_len, kv_len, budget, clock, heads=HEADS, kv_hea
         causal = q_len > 1
         return median_time(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True),
                            clock, budget)
+
+    return run
+
+
+def _measure_backward(device, dtype, b, s, budget, clock, heads, kv_heads, head_dim):
+    def run():
+        import torch
+        import torch.nn.functional as F
+
+        dt = torch.float32 if dtype == "fp32" else torch.bfloat16
+        q = torch.randn(b, heads, s, head_dim, device=device, dtype=dt, requires_grad=True)
+        k = torch.randn(b, kv_heads, s, head_dim, device=device, dtype=dt, requires_grad=True)
+        v = torch.randn_like(k, requires_grad=True)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        grad = torch.randn_like(out)
+        return median_time(lambda: torch.autograd.grad(out, (q, k, v), grad, retain_graph=True), clock, budget)
 
     return run

@@ -83,3 +83,18 @@ def test_attention_head_width_and_elementwise_classes_are_fitted(tmp_path, targe
     from twin.config.hardware import parse_profile
 
     parse_profile(prof)
+
+
+def test_attention_backward_has_its_own_curve_and_leaves_the_forward_alone(tmp_path, target, synthetic_store):
+    """Known answer: backwards at half the forward rate (the fixture's forward rates are 2e10 and 6e10 at
+    1e6 and 1e8 FLOP against a 1e11 fp32 peak)."""
+    from calibrate.profile import device_profile
+    from calibrate.store import Row
+
+    before = device_profile(target, synthetic_store, "test", "cpu.csv")["compute"]["attention_efficiency"]
+    for f, rate in ((2e6, 1e10), (2e8, 3e10)):
+        synthetic_store.append(Row(f"attn/bwd/{f}", "attention", "backward", "fp32", f, f / rate, rate, 0.0,
+                                   f"batch=1 seq={f:g}", 5, target.device_name))
+    c = device_profile(target, synthetic_store, "test", "cpu.csv")["compute"]
+    assert c["attention_efficiency"]["points"] == before["points"]
+    assert c["attention_backward_efficiency"]["points"] == [[2e6, pytest.approx(0.1, rel=1e-2)], [2e8, pytest.approx(0.3, rel=1e-2)]]

@@ -141,3 +141,19 @@ def test_attention_by_head_dim_multiplies_the_flop_curve():
     assert attention_time(1e9, q, "bf16", 32) == pytest.approx(1e9 / 0.25e15)
     assert attention_time(1e9, q, "bf16", 64) == pytest.approx(1e9 / (0.5e15 * 0.75))  # log-linear in width
     assert attention_time(1e9, q, "bf16") == pytest.approx(1e9 / 0.5e15)  # width unknown: the FLOP curve
+
+
+def test_attention_backward_reads_its_own_curve_or_doubles_the_forward():
+    from twin.cost.roofline import attention_backward_time, attention_time
+
+    base = {"compute.attention_efficiency": {"points": [[1e6, 0.2], [1e9, 0.5]], "source": "t"},
+            "compute.attention_efficiency_by_head_dim": {"points": [[32, 0.5], [128, 1.0]], "source": "t"}}
+    p = _profile(**base)
+    # no backward curve: twice the forward's time, width factor included
+    assert attention_backward_time(5e8, p, "bf16", 32) == pytest.approx(2 * attention_time(5e8, p, "bf16", 32))
+    q = _profile(**base, **{"compute.attention_backward_efficiency": {"points": [[1e6, 0.1], [1e9, 0.4]],
+                                                                       "source": "t"}})
+    # a 5e8-FLOP forward has a 1e9-FLOP backward: 0.4 of the 1 PFLOP/s peak, x0.5 for 32-wide heads
+    assert attention_backward_time(5e8, q, "bf16", 32) == pytest.approx(1e9 / (1e15 * 0.4 * 0.5))
+    assert attention_time(5e8, q, "bf16", 32) == attention_time(5e8, p, "bf16", 32)  # forward untouched
+    assert attention_backward_time(0.0, q, "bf16") == 0.0

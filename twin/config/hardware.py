@@ -112,6 +112,15 @@ class Compute(Strict):
             "(calibrate fits the two as such a product); absent, the FLOP curve alone."
         ),
     )
+    attention_backward_efficiency: EfficiencyCurve | None = Field(
+        default=None,
+        description=(
+            "Optional. Efficiency of attention's backward by its FLOP per call, counted as twice the "
+            "forward's (the gradients of QK^T and PV), times attention_efficiency_by_head_dim when present. "
+            "A backward kernel recomputes the probabilities and runs more, smaller matmuls than the forward, "
+            "so its rate differs. Absent: the backward takes twice its forward's time (datasheet profiles)."
+        ),
+    )
     source: str
 
     def gemm_eff(self, flops_per_call: float, tokens: float | None = None) -> float:
@@ -134,6 +143,15 @@ class Compute(Strict):
         """Efficiency of an attention call of ``flops_per_call`` FLOP over heads ``head_dim`` wide."""
         curve = self.attention_efficiency or self.gemm_efficiency
         eff = curve.at(flops_per_call)
+        if head_dim is not None and self.attention_efficiency_by_head_dim is not None:
+            eff *= self.attention_efficiency_by_head_dim.at(float(head_dim))
+        return eff
+
+    def attention_backward_eff(self, flops_per_call: float, head_dim: float | None = None) -> float | None:
+        """Efficiency of an attention backward of ``flops_per_call`` FLOP (None: no curve)."""
+        if self.attention_backward_efficiency is None:
+            return None
+        eff = self.attention_backward_efficiency.at(flops_per_call)
         if head_dim is not None and self.attention_efficiency_by_head_dim is not None:
             eff *= self.attention_efficiency_by_head_dim.at(float(head_dim))
         return eff

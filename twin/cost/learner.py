@@ -29,7 +29,7 @@ import numpy as np
 from twin.config.scenario import Scenario
 from twin.cost import transformer as tf
 from twin.cost.collectives import Topology
-from twin.cost.roofline import attention_time, compute_time, elementwise_time_by_class, memory_time
+from twin.cost.roofline import attention_backward_time, attention_time, compute_time, elementwise_time_by_class, memory_time
 from twin.heap import sift_down
 from twin.jit import njit
 
@@ -84,8 +84,12 @@ def rank_compute_time(scenario: Scenario, tokens: float, pairs: float, kind: str
     gemm = factor * 2.0 * (tf.body_params(arch) + tf.head_params(arch)) * tokens / split
     per_call = tf.gemm_flops_per_call(arch, rows) / t.tp
     attn_call = arch.attention_flops_per_token_pair / arch.num_layers * pairs / micro / t.tp
-    attention = factor * arch.num_layers / t.pp * micro * attention_time(attn_call, gpu, arch.dtype,
-                                                                         tf.attention_head_dim(arch))
+    d_head = tf.attention_head_dim(arch)
+    forwards = 1.0 if kind == "score" else (2.0 if recompute else 1.0)
+    attention = forwards * attention_time(attn_call, gpu, arch.dtype, d_head)
+    if kind == "train":
+        attention += attention_backward_time(attn_call, gpu, arch.dtype, d_head)
+    attention *= arch.num_layers / t.pp * micro
     work = tf.elementwise_work_by_class(arch, tokens, kind, kernels=kernels, recompute=recompute)
     elementwise = elementwise_time_by_class(work, gpu, kernel_factor=micro, byte_divisor=split)
     return compute_time(gemm, gpu, arch.dtype, per_call, rows) + attention + elementwise

@@ -24,6 +24,18 @@ def attention_time(flops: float, profile: DeviceProfile, dtype: str, head_dim: f
     return flops / (profile.compute.peak(dtype) * profile.compute.attention_eff(flops, head_dim))
 
 
+def attention_backward_time(forward_flops: float, profile: DeviceProfile, dtype: str,
+                            head_dim: float | None = None) -> float:
+    """Seconds of the backward of one attention call whose forward is ``forward_flops``: twice
+    its FLOP at the profile's backward curve, or twice the forward's time without one."""
+    if forward_flops <= 0:
+        return 0.0
+    eff = profile.compute.attention_backward_eff(2.0 * forward_flops, head_dim)
+    if eff is None:
+        return 2.0 * attention_time(forward_flops, profile, dtype, head_dim)
+    return 2.0 * forward_flops / (profile.compute.peak(dtype) * eff)
+
+
 def memory_time(nbytes: float, profile: DeviceProfile) -> float:
     """Seconds to stream ``nbytes`` through device memory (read or write)."""
     if nbytes <= 0:
