@@ -54,7 +54,8 @@ def render_check(scenario: Scenario, report: dict[str, Any]) -> str:
     lines.append(
         f"Cluster {c.nodes} × {c.gpus_per_node} {c.gpu.name} = {c.total_gpus} GPUs; "
         f"{p.mode}: rollout {p.rollout.gpus} GPUs as {s.rollout_engines} engines of tp {p.rollout.tp}, "
-        f"trainer {p.trainer.gpus} GPUs (dp {s.trainer_dp}, tp {p.trainer.tp}, pp {p.trainer.pp}, "
+        f"trainer {p.trainer.gpus} GPUs (dp {s.trainer_dp}, tp {p.trainer.tp}, pp {p.trainer.pp}"
+        + (f", sp {p.trainer.sp}" if p.trainer.sp > 1 else "") + ", "
         f"ZeRO-{p.trainer.zero_stage})"
     )
     lines.append(f"Step: {a.prompts_per_step} prompts × {a.responses_per_prompt} responses = "

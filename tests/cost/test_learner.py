@@ -51,3 +51,49 @@ def test_fused_kernels_cut_element_wise_time_most_for_small_models():
     small, large = ratio("qwen2.5-1.5b"), ratio("qwen3-32b")
     assert small < 1.0 and large < 1.0
     assert small < large  # a narrow model spends more of its time outside the GEMMs
+
+
+def _sp_scenario(gpus: int, sp: int):
+    return load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": gpus // 8},
+                          "placement": {"trainer": {"sp": sp}}, "algorithm": {"minibatches": 16}})
+
+
+def test_sequence_parallelism_splits_the_longest_sequence():
+    """128 GPUs, 16 mini-batches: with sp 1 a rank holding one 28K sequence sets each
+    mini-batch's pace; Ulysses sp 4 splits it over four GPUs, so the update gets faster
+    (same FLOPs in total, better balanced), while equal short sequences gain nothing (the
+    all-to-alls only cost)."""
+    rng = np.random.default_rng(0)
+    tail = np.r_[rng.integers(2000, 8000, 8000), np.full(64, 28_000)].astype(float)
+    rng.shuffle(tail)
+    assert update_time(_sp_scenario(128, 4), tail) < 0.9 * update_time(_sp_scenario(128, 1), tail)
+    even = np.full(8192, 2048.0)
+    assert update_time(_sp_scenario(128, 4), even) > update_time(_sp_scenario(128, 1), even)
+
+
+def test_ulysses_all_to_alls_are_priced_per_layer_and_direction():
+    from twin.cost.collectives import Topology
+    from twin.cost.learner import ulysses_time
+
+    s1, s4 = _sp_scenario(32, 1), _sp_scenario(32, 4)
+    topo = Topology.of(s4.cluster)
+    assert ulysses_time(s1, topo, 8192.0, "train") == 0.0
+    score, train = ulysses_time(s4, topo, 8192.0, "score"), ulysses_time(s4, topo, 8192.0, "train")
+    assert train == pytest.approx(3 * score)  # recompute: two forwards and the backward's gradients
+    arch = s4.model
+    bytes_qkv = 8192 * (arch.num_heads + 2 * arch.num_kv_heads) * arch.d_head * arch.bytes_per_param
+    bytes_out = 8192 * arch.num_heads * arch.d_head * arch.bytes_per_param
+    group = topo.gpus(0, 4)
+    want = arch.num_layers * (topo.collective_time("all_to_all", bytes_qkv, group)
+                              + topo.collective_time("all_to_all", bytes_out, group))
+    assert score == pytest.approx(want)
+
+
+def test_sequence_parallelism_is_checked_against_heads_and_gpus():
+    from twin.errors import InputError
+
+    with pytest.raises(InputError, match="placement.trainer.sp"):
+        load_scenario({"model": "qwen2.5-7b", "placement": {"trainer": {"sp": 8}}})  # 28 heads
+    with pytest.raises(InputError, match="tp × pp × sp"):
+        load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 6},
+                       "placement": {"trainer": {"sp": 4}}})

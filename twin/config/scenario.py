@@ -118,6 +118,10 @@ class TrainerPlacement(Strict):
                              description="GPUs for training; colocated: all GPUs; otherwise half.")
     tp: Count = 1
     pp: Count = 1
+    sp: Count = Field(
+        default=1, description="Ulysses sequence parallelism (verl ulysses_sequence_parallel_size): each "
+        "sequence's tokens split over sp GPUs, attention heads exchanged by all-to-all; data parallel "
+        "groups = GPUs / (tp × pp × sp), sharded state spread over all GPUs / (tp × pp).")
     zero_stage: Literal[0, 1, 2, 3] = Field(
         default=3, description="0: DDP; 1: shard optimizer; 2: + grads; 3: + params (FSDP)."
     )
@@ -367,10 +371,14 @@ class Scenario(Strict):
             raise InputError("an engine's tensor parallelism must stay inside one node",
                              field="placement.rollout.tp", value=p.rollout.tp,
                              allowed=f"1..{self.cluster.gpus_per_node}")
-        if trainer % (p.trainer.tp * p.trainer.pp):
-            raise InputError("trainer GPUs must be a multiple of tp × pp",
-                             field="placement.trainer.gpus", value=trainer,
-                             allowed=f"a multiple of {p.trainer.tp * p.trainer.pp}")
+        split = p.trainer.tp * p.trainer.pp * p.trainer.sp
+        if trainer % split:
+            raise InputError("trainer GPUs must be a multiple of tp × pp × sp",
+                             field="placement.trainer.gpus", value=trainer, allowed=f"a multiple of {split}")
+        if p.trainer.sp > 1 and self.model.num_heads % (p.trainer.tp * p.trainer.sp):
+            raise InputError("Ulysses sequence parallelism splits attention heads: tp × sp must divide them",
+                             field="placement.trainer.sp", value=p.trainer.sp,
+                             allowed=f"tp × sp dividing the model's {self.model.num_heads} heads")
         if p.mode == "colocated" and self.algorithm.staleness > 0:
             raise InputError("a colocated synchronous run has no staleness",
                              field="algorithm.staleness", value=self.algorithm.staleness,
@@ -389,6 +397,14 @@ class Scenario(Strict):
 
     @property
     def trainer_dp(self) -> int:
+        """Data-parallel groups: each takes whole sequences (sp GPUs share each of them)."""
+        t = self.placement.trainer
+        return t.gpus // (t.tp * t.pp * t.sp)
+
+    @property
+    def trainer_shards(self) -> int:
+        """GPUs that ZeRO/FSDP shards one tp × pp slice of the model over (data and sequence
+        parallel ranks alike)."""
         t = self.placement.trainer
         return t.gpus // (t.tp * t.pp)
 

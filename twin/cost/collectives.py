@@ -11,7 +11,7 @@ in the network fabric. A collective over a group of GPUs runs as NCCL's rings do
 
 Bus bandwidth is therefore min(intra port, slowest node egress) × efficiency, and a
 collective moving S bytes takes ``steps·latency + factor·S / busbw`` with nccl-tests'
-factors: all-reduce 2(n−1)/n, all-gather and reduce-scatter (n−1)/n, broadcast 1.
+factors: all-reduce 2(n−1)/n, all-gather, reduce-scatter and all-to-all (n−1)/n, broadcast 1.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import networkx as nx
 
 from twin.config.scenario import Cluster
 
-Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", "p2p"]
+Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "p2p"]
 
 # NCCL's fixed cost of launching one collective (base latency of its tuning model,
 # src/graph/tuning.cc: ~6.6 us for Ring/Simple on NVLink-class hardware).
@@ -41,6 +41,7 @@ def bus_factor(op: Collective, n: int) -> float:
         "all_gather": (n - 1) / n,
         "reduce_scatter": (n - 1) / n,
         "broadcast": 1.0,
+        "all_to_all": (n - 1) / n,
         "p2p": 1.0,
     }[op]
 
@@ -49,7 +50,7 @@ def ring_steps(op: Collective, n: int) -> int:
     if n <= 1:
         return 0
     return {"all_reduce": 2 * (n - 1), "all_gather": n - 1, "reduce_scatter": n - 1,
-            "broadcast": n - 1, "p2p": 1}[op]
+            "broadcast": n - 1, "all_to_all": n - 1, "p2p": 1}[op]
 
 
 _TOPOLOGIES: dict[int, "Topology"] = {}

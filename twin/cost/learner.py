@@ -102,21 +102,45 @@ def _pass_time(scenario: Scenario, seqs: np.ndarray, flop_factor: float, gathers
     if len(seqs) == 0:
         return 0.0
     arch, t = scenario.model, scenario.placement.trainer
-    dp = scenario.trainer_dp
-    tokens, pairs = balance(seqs, dp)
+    tokens, pairs = balance(seqs, scenario.trainer_dp)
+    tokens, pairs = tokens / t.sp, pairs / t.sp  # per GPU: a group's tokens, and its heads, split sp ways
     split = t.tp * t.pp
     kind = "score" if flop_factor == 1.0 else "train"
-    compute = np.array([rank_compute_time(scenario, float(n), float(p), kind, t.kernels)
-                        for n, p in zip(tokens, pairs)])
-    if t.zero_stage < 3 or dp == 1:
-        return float(compute.max())
     topo = Topology.of(scenario.cluster)
-    group = topo.gpus(0, dp)
+    compute = np.array([rank_compute_time(scenario, float(n), float(p), kind, t.kernels)
+                        + ulysses_time(scenario, topo, float(n), kind) for n, p in zip(tokens, pairs)])
+    shards = scenario.trainer_shards
+    if t.zero_stage < 3 or shards == 1:
+        return float(compute.max())
+    group = topo.gpus(0, shards)
     shard_bytes = arch.weight_bytes / split
     per_micro = (gathers * topo.collective_time("all_gather", shard_bytes, group)
                  + reduce_scatters * topo.collective_time("reduce_scatter", shard_bytes, group))
     micro = np.maximum(1.0, np.ceil(tokens / t.micro_batch_tokens))
     return float(np.maximum(compute, micro * per_micro).max())
+
+
+def ulysses_time(scenario: Scenario, topo: Topology, tokens: float, kind: str) -> float:
+    """All-to-all seconds of Ulysses sequence parallelism for a GPU holding ``tokens`` tokens.
+
+    Around each layer's attention, q, k and v go from sequence-sharded to head-sharded and
+    the output comes back (DeepSpeed-Ulysses): per token, the query and output widths and
+    the key and value widths, each moved once per forward and once more as gradients. The
+    exchanges sit between the projections and the attention kernel, so they do not overlap
+    with compute. Zero without sequence parallelism.
+    """
+    t, arch = scenario.placement.trainer, scenario.model
+    if t.sp == 1 or tokens <= 0:
+        return 0.0
+    forwards = 1 if kind == "score" else (2 if t.recompute else 1)
+    directions = forwards + (1 if kind == "train" else 0)  # forwards, and the backward's gradients
+    q_width = arch.num_heads * arch.d_head
+    kv_width = 2 * arch.num_kv_heads * arch.d_head
+    group = topo.gpus(0, t.sp)
+    per_token = arch.bytes_per_param / t.tp
+    per_layer = (topo.collective_time("all_to_all", tokens * (q_width + kv_width) * per_token, group)
+                 + topo.collective_time("all_to_all", tokens * q_width * per_token, group))
+    return directions * arch.num_layers / t.pp * per_layer
 
 
 def forward_pass_time(scenario: Scenario, seqs: np.ndarray) -> float:
@@ -142,5 +166,5 @@ def optimizer_time(scenario: Scenario) -> float:
     """Adam step on one GPU's shard: read and write fp32 master, m, v and read the grads
     (memory-bound: 4·3·2 + 2 = 26 bytes per parameter)."""
     t = scenario.placement.trainer
-    shard = scenario.model.total_params / (t.tp * t.pp * (scenario.trainer_dp if t.zero_stage >= 1 else 1))
+    shard = scenario.model.total_params / (t.tp * t.pp * (scenario.trainer_shards if t.zero_stage >= 1 else 1))
     return memory_time(26 * shard, scenario.cluster.gpu)

@@ -52,7 +52,7 @@ def trainer_state_bytes(arch: ModelArch, scenario: Scenario) -> dict[str, float]
     """Weights, grads and optimizer state per trainer GPU (resident between steps)."""
     t = scenario.placement.trainer
     psi = arch.total_params / (t.tp * t.pp)
-    dp = scenario.trainer_dp
+    dp = scenario.trainer_shards
     shard = lambda stage: dp if t.zero_stage >= stage else 1  # noqa: E731
     items = {
         "weights (16-bit)": 2 * psi / shard(3),
