@@ -79,6 +79,9 @@ class Comparison:
     predicted: dict[str, float]
     measured: dict[str, float]
     failures: list[str] = field(default_factory=list)
+    # an eager decode iteration (DISPATCH_LAYERS layers) as calibrated, and timed just before
+    # and just after this configuration ran: whether the machine is still the profiled one
+    dispatch_s: dict[str, float] = field(default_factory=dict)
 
     def error(self, key: str) -> float:
         return (self.predicted[key] - self.measured[key]) / self.measured[key]
@@ -97,16 +100,44 @@ def compare(name: str, predicted: dict[str, float], measured: dict[str, float]) 
     return cmp
 
 
+DISPATCH_LAYERS = 4
+
+
+def calibrated_iteration_s(profile_path: Path, layers: int = DISPATCH_LAYERS) -> float:
+    """The profile's price of one tiny eager decode iteration: per_iteration + layers · ops · per_kernel."""
+    import yaml
+
+    from calibrate.probe.opcount import op_count
+
+    o = (yaml.safe_load(Path(profile_path).read_text()) or {})["overhead"]
+    return o["per_iteration_s"] + layers * op_count("decode").per_layer * o["per_kernel_s"]
+
+
+def iteration_now_s(device: str, layers: int = DISPATCH_LAYERS) -> float:
+    """One tiny eager decode iteration timed now, as the overhead suite times it."""
+    from calibrate.suites.overhead import _iteration
+    from calibrate.timing import QUICK, Clock
+
+    return _iteration(device, layers, QUICK, Clock(device))()[0]
+
+
 def run(profile_path: Path, configs=DEFAULT_CONFIGS, progress=None, device: str = "cpu") -> list[Comparison]:
-    """Run each configuration on ``device``, predict it from ``profile_path``, compare."""
+    """Run each configuration on ``device``, predict it from ``profile_path``, compare. Around
+    each configuration the host's dispatch speed is timed again (an eager decode iteration),
+    so that a miss on a machine that drifted since calibration shows as such."""
     from calibrate.predict import predict_median
 
+    calibrated = calibrated_iteration_s(profile_path)
     out = []
     for cfg in configs:
+        before = iteration_now_s(device)
         result = run_probe(cfg, progress, device)
+        after = iteration_now_s(device)
         measured = {p: result.median(p) for p in (*PHASES, "step")}
         predicted = predict_median(cfg, Path(profile_path), [s.targets for s in result.steps])
-        out.append(compare(cfg.name, predicted, measured))
+        cmp = compare(cfg.name, predicted, measured)
+        cmp.dispatch_s = {"calibrated": calibrated, "before": before, "after": after}
+        out.append(cmp)
     return out
 
 
@@ -117,6 +148,12 @@ def render(comparisons: list[Comparison]) -> str:
             lines.append(f"{c.config:20s} {key:13s} {c.predicted[key]:12.4f} {c.measured[key]:11.4f} "
                          f"{c.error(key):+7.1%}")
         lines.append(f"{'':20s} {'-> ' + ('within tolerance' if c.ok else 'MISS: ' + '; '.join(c.failures))}")
+        if c.dispatch_s:
+            d = c.dispatch_s
+            drift = [d[k] / d["calibrated"] - 1 for k in ("before", "after")]
+            lines.append(f"{'':20s}    host dispatch (an eager {DISPATCH_LAYERS}-layer decode iteration): "
+                         f"{d['calibrated'] * 1e3:.3f} ms calibrated, {d['before'] * 1e3:.3f} ms before "
+                         f"({drift[0]:+.0%}), {d['after'] * 1e3:.3f} ms after ({drift[1]:+.0%})")
     return "\n".join(lines)
 
 

@@ -141,3 +141,24 @@ def test_validate_probe_refuses_cuda_without_a_gpu(capsys):
         pytest.skip("a GPU is present")
     assert main(["--device", "cuda"]) == 2
     assert "no GPU" in capsys.readouterr().err
+
+
+def test_validate_probe_times_host_dispatch_around_each_configuration(tmp_path, target, synthetic_store):
+    """The synthetic overhead rows are 70 us + 100 us per layer (10 ops of 10 us): the profile prices
+    a 4-layer iteration of the probe's real op count at per_iteration + 4 · ops · 10 us; the run
+    records it beside two fresh timings and prints all three."""
+    from calibrate.probe.loop import ProbeConfig
+    from calibrate.probe.opcount import op_count
+    from calibrate.profile import device_profile, write_yaml
+    from calibrate.validate_probe import calibrated_iteration_s, render, run
+
+    path = tmp_path / "cpu.yaml"
+    write_yaml(path, device_profile(target, synthetic_store, "cmd", "cpu.csv"))
+    want = 70e-6 + 4 * op_count("decode").per_layer * 10e-6
+    assert calibrated_iteration_s(path) == pytest.approx(want, rel=1e-3)
+    cfg = ProbeConfig("tiny", TINY, prompts=2, group=2, prompt_len=6, response_min=2, response_max=6,
+                      engine="static", reward_workers=2, reward_latency_s=0.0, steps=1)
+    (cmp,) = run(path, (cfg,))
+    assert cmp.dispatch_s["calibrated"] == pytest.approx(want, rel=1e-3)
+    assert cmp.dispatch_s["before"] > 0 and cmp.dispatch_s["after"] > 0
+    assert "host dispatch" in render([cmp])
