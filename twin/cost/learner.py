@@ -29,7 +29,8 @@ import numpy as np
 from twin.config.scenario import Scenario
 from twin.cost import transformer as tf
 from twin.cost.collectives import Topology
-from twin.cost.roofline import attention_backward_time, attention_time, compute_time, elementwise_time_by_class, memory_time
+from twin.cost.roofline import (attention_backward_time, attention_time, compute_time, elementwise_time_by_class,
+                                memory_time)
 from twin.heap import sift_down
 from twin.jit import njit
 
