@@ -115,10 +115,10 @@ def calibrated_iteration_s(profile_path: Path, layers: int = DISPATCH_LAYERS) ->
 
 def iteration_now_s(device: str, layers: int = DISPATCH_LAYERS) -> float:
     """One tiny eager decode iteration timed now, as the overhead suite times it."""
-    from calibrate.suites.overhead import _iteration
+    from calibrate.suites.overhead import decode_iteration
     from calibrate.timing import QUICK, Clock
 
-    return _iteration(device, layers, QUICK, Clock(device))()[0]
+    return decode_iteration(device, layers, QUICK, Clock(device))()[0]
 
 
 def run(profile_path: Path, configs=DEFAULT_CONFIGS, progress=None, device: str = "cpu") -> list[Comparison]:

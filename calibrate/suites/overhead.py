@@ -26,7 +26,7 @@ def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
         out.append(Spec(key=f"overhead/decode_iteration/layers={layers}", suite="overhead",
                         op="decode_iteration", dtype="fp32", size=float(layers),
                         params=params(layers=layers, ops_per_layer=per_layer),
-                        measure=_iteration(device, layers, budget, clock)))
+                        measure=decode_iteration(device, layers, budget, clock)))
     return out
 
 
@@ -40,7 +40,8 @@ def _kernel(device, budget, clock):
     return run
 
 
-def _iteration(device, layers, budget, clock):
+def decode_iteration(device, layers, budget, clock):
+    """A measurement of one eager decode iteration of ``layers`` tiny layers (see the module doc)."""
     def run():
         import torch
 
