@@ -77,6 +77,17 @@ class _Engine:
                 self.spans.append(tuple(self.open_span))
             self.open_span = [start, start + dt]
 
+    def _wake_if_idle(self, until: float) -> bool:
+        """An idle engine's next start: now, or when its first waiting request arrives (the
+        kernels' ``wake_if_idle``). False when nothing can start by ``until``."""
+        if not self.waiting:
+            return False
+        start = max(self.clock, self.waiting[0].arrival)
+        if start > until:
+            return False
+        self.clock = start
+        return True
+
     def _abort_in_flight(self, at: float, running: bool) -> None:
         """The iteration in flight at ``at`` is abandoned; the GPU was busy until then."""
         start = None
@@ -156,13 +167,8 @@ class ContinuousEngine(_Engine):
         """Run iterations that end by ``until``; stop early after ``max_events`` finishes."""
         events: list[tuple[int, float]] = []
         while max_events is None or len(events) < max_events:
-            if not self.running:
-                if not self.waiting:
-                    break
-                start = max(self.clock, self.waiting[0].arrival)
-                if start > until:
-                    break
-                self.clock = start
+            if not self.running and not self._wake_if_idle(until):
+                break
             plan = self._plan()
             if plan.n == 0:
                 raise RuntimeError("scheduler made no progress (a request larger than the KV cache?)")
@@ -264,12 +270,8 @@ class StaticEngine(_Engine):
         events: list[tuple[int, float]] = []
         while max_events is None or len(events) < max_events:
             if not self.batch:
-                if not self.waiting:
+                if not self._wake_if_idle(until):
                     break
-                start = max(self.clock, self.waiting[0].arrival)
-                if start > until:
-                    break
-                self.clock = start
                 self._form_batch()
             b = len(self.batch)
             if self.needs_prefill:
