@@ -4,7 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from twin.config.load import load_scenario
-from twin.cost.learner import balance, balance_kernel, balance_reference, forward_pass_time, update_time
+from twin.cost.learner import (balance, balance_kernel, balance_reference, forward_pass_time, pipeline_factor,
+                               rank_compute_time, update_time)
 
 
 @settings(max_examples=100, deadline=None)
@@ -97,3 +98,26 @@ def test_sequence_parallelism_is_checked_against_heads_and_gpus():
     with pytest.raises(InputError, match="tp × pp × sp"):
         load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 6},
                        "placement": {"trainer": {"sp": 4}}})
+
+
+def _pp_scenario(pp: int, micro_batch_tokens: int = 4096):
+    return load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 4},
+                          "placement": {"trainer": {"pp": pp, "micro_batch_tokens": micro_batch_tokens}}})
+
+
+@pytest.mark.parametrize("micro_batches", [1, 4, 32])
+def test_a_pipeline_fills_and_drains_once_per_pass(micro_batches):
+    """1F1B: m micro-batches through p stages take m + p - 1 slots of one stage's work (a
+    stage holds 1/p of the layers), so p stages beat one GPU by p·m / (m + p - 1)."""
+    tokens = 4096.0 * micro_batches
+    pairs = micro_batches * 4096.0 * 4097 / 2
+    one = rank_compute_time(_pp_scenario(1), tokens, pairs, "train")
+    four = rank_compute_time(_pp_scenario(4), tokens, pairs, "train")
+    assert four == pytest.approx(one / 4 * (micro_batches + 3) / micro_batches, rel=1e-9)
+    assert pipeline_factor(micro_batches, 1) == 1.0
+
+
+def test_one_micro_batch_gains_nothing_from_pipeline_stages():
+    tokens, pairs = 4096.0, 4096.0 * 4097 / 2
+    one = rank_compute_time(_pp_scenario(1), tokens, pairs, "score")
+    assert rank_compute_time(_pp_scenario(8), tokens, pairs, "score") == pytest.approx(one, rel=1e-9)

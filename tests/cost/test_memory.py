@@ -1,7 +1,8 @@
 import pytest
 
 from twin.config.load import load_scenario
-from twin.cost.memory import max_sequence_tokens, rollout_memory, trainer_memory, trainer_state_bytes
+from twin.cost.memory import (max_sequence_tokens, rollout_memory, trainer_activation_bytes, trainer_memory,
+                              trainer_state_bytes)
 
 
 def test_llama70b_zero3_on_64_gpus_holds_16_bytes_per_param_sharded():
@@ -41,3 +42,13 @@ def test_max_sequence_counts_turns_and_tool_replies():
     s = load_scenario("agentic-search-4b")
     # prompt 400 + 7 turns × 2048 + 6 replies × 1550
     assert max_sequence_tokens(s) == 400 + 7 * 2048 + 6 * 1550
+
+
+def test_a_1f1b_pipeline_keeps_a_whole_models_activations_on_its_first_stage():
+    """Stage 0 holds pp micro-batches in flight, each through its 1/pp of the layers."""
+    def acts(pp: int) -> float:
+        s = load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 4},
+                           "placement": {"trainer": {"pp": pp, "recompute": False}}})
+        return trainer_activation_bytes(s.model, s)["activations (micro-batch)"]
+
+    assert acts(4) == pytest.approx(acts(1))

@@ -18,6 +18,10 @@ Compute is the sum of three kinds of kernels that run one after another:
   vocabulary and their gradients): the bytes they read and write
   (``transformer.elementwise_work``, HF-style ``eager`` kernels by default, as verl, OpenRLHF
   and TRL trainers run them) at the profile's element-wise bandwidth.
+
+With pipeline parallelism each DP rank is a pipeline of ``pp`` stages, each holding 1/pp of
+the layers; a pass of m micro-batches takes m + pp − 1 stage slots (fill and drain, once per
+pass: the update's mini-batches each end in an optimizer step, which flushes the pipeline).
 """
 
 from __future__ import annotations
@@ -92,8 +96,18 @@ def rank_compute_time(scenario: Scenario, tokens: float, pairs: float, kind: str
         attention += attention_backward_time(attn_call, gpu, arch.dtype, d_head)
     attention *= arch.num_layers / t.pp * micro
     work = tf.elementwise_work_by_class(arch, tokens, kind, kernels=kernels, recompute=recompute)
-    elementwise = elementwise_time_by_class(work, gpu, kernel_factor=micro, byte_divisor=split)
-    return compute_time(gemm, gpu, arch.dtype, per_call, rows) + attention + elementwise
+    # a stage launches its layers' kernels (1/pp of them) once per micro-batch, each TP-split
+    elementwise = elementwise_time_by_class(work, gpu, kernel_factor=micro / t.pp, byte_divisor=split)
+    busy = compute_time(gemm, gpu, arch.dtype, per_call, rows) + attention + elementwise
+    return busy * pipeline_factor(micro, t.pp)
+
+
+def pipeline_factor(micro_batches: float, stages: int) -> float:
+    """How much longer a pipeline of ``stages`` takes than its busiest stage's own work when
+    ``micro_batches`` flow through it: a 1F1B (or forward-only) schedule fills and drains once
+    per pass, (m + p − 1) micro-batch slots for m micro-batches' work (Narayanan et al. 2021,
+    Megatron-LM, non-interleaved schedule). 1 without pipeline parallelism."""
+    return (micro_batches + stages - 1) / micro_batches
 
 
 def _pass_time(scenario: Scenario, seqs: np.ndarray, flop_factor: float, gathers: int,

@@ -75,15 +75,19 @@ def offloaded_state_bytes(arch: ModelArch, scenario: Scenario) -> float:
 
 
 def trainer_activation_bytes(arch: ModelArch, scenario: Scenario) -> dict[str, float]:
+    """Peak activations of one trainer GPU. Under a 1F1B pipeline the first stage holds the
+    activations of ``pp`` micro-batches in flight, each for its 1/pp of the layers: one whole
+    model's worth (Korthikanti et al. 2022, section 4.2.3)."""
     t = scenario.placement.trainer
     tokens = t.micro_batch_tokens
     layers = arch.num_layers / t.pp
+    in_flight = t.pp
     h = arch.hidden_size
     per_layer_full = 34 * h * tokens / t.tp
-    if t.recompute:
-        acts = layers * 2 * h * tokens + per_layer_full
+    if t.recompute:  # each layer's input kept per micro-batch; one layer rebuilt at a time
+        acts = in_flight * layers * 2 * h * tokens + per_layer_full
     else:
-        acts = layers * per_layer_full
+        acts = in_flight * layers * per_layer_full
     return {
         "activations (micro-batch)": acts,
         "logits and their grad (fp32)": 2 * 4 * arch.vocab_size * tokens / t.tp,
