@@ -87,3 +87,30 @@ def test_custom_and_unknown_pressures():
         resolve_pressures(["rollout_gpu_x2"])
     assert "rollout_gpus_x2" in err.value.message
     assert len(resolve_pressures(None)) == len(PRESSURES)
+
+
+def test_staleness_on_colocated_gpus_tries_splits_between_the_bounds_and_keeps_the_best():
+    from twin.config.load import apply_overrides
+    from twin.verdict import _simulate_data, _splits, _useful, rollout_share_bounds, sensitivity
+
+    data = small(cluster={"nodes": 2, "gpus_per_node": 8},
+                 placement={"mode": "colocated", "rollout": {"tp": 2}},
+                 workload={"prompt_tokens": {"kind": "fixed", "value": 100},
+                           "response_tokens": {"kind": "lognormal", "median": 200, "sigma": 1.4, "max": 8192}})
+    s = load_scenario(data)
+    report = build_report(simulate(s))
+    low, high = rollout_share_bounds(s, report)
+    assert 0 < low <= high < 1
+    splits = _splits(s, report)
+    rollouts = [sp["placement.rollout.gpus"] for sp in splits]
+    assert rollouts == sorted(set(rollouts)) and len(splits) > 1
+    assert all(sp["placement.rollout.gpus"] + sp["placement.trainer.gpus"] == 16 for sp in splits)
+    assert all(r % 2 == 0 for r in rollouts)  # whole engines of tp 2
+
+    row = next(r for r in sensitivity(s, report, ["staleness_plus1"], workers=1))
+    base = s.model_dump(mode="json")
+    reports = [_simulate_data(apply_overrides(base, {**sp, "algorithm.staleness": 1})) for sp in splits]
+    each = [-1.0 if "error" in rep else _useful(rep) for rep in reports]
+    best = max(range(len(splits)), key=lambda k: each[k])
+    assert row["useful_trajectories_per_hour"] == pytest.approx(each[best])
+    assert row["placement"]["rollout_gpus"] == rollouts[best]

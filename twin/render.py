@@ -65,6 +65,8 @@ def render_run(report: dict[str, Any]) -> str:
                 lines.append(f"  {row['description']:62s} not possible here: {row['error']}")
                 continue
             gpus = f"  (+{row['added_gpus']} GPUs)" if row["added_gpus"] else ""
+            if "placement" in row:  # the same GPUs, re-placed as two pools
+                gpus += f"  ({row['placement']['rollout_gpus']} rollout + {row['placement']['trainer_gpus']} trainer GPUs)"
             lines.append(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}%  "
                          f"step {row['step_time_s']:.1f} s{gpus}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]

@@ -9,8 +9,10 @@ comparing useful experience per hour (trajectories that reach the optimizer with
 staleness bound).
 
 A pressure that needs more GPUs adds nodes of the same kind; one that a deployment mode cannot
-express (staleness on colocated GPUs) re-places the same GPUs as separate pools, split in
-proportion to the time rollout and training take.
+express (staleness on colocated GPUs) re-places the same GPUs as separate pools. How to split
+them is itself the question a planner would ask, so the verdict tries the splits between two
+bounds and keeps the best: the rollout pool needs at least its share of the work at full batch
+(what it does once the tail no longer idles it) and at most its share of the step's time.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class Pressure:
     short: str         # as the diagnosis says it: "more rollout GPUs"
     description: str
     link: str          # the link of the loop it relieves
-    overrides: Callable[[Scenario, dict], dict | None]  # None: not applicable here
+    # None: not applicable here; a list: alternatives, of which the verdict keeps the best
+    overrides: Callable[[Scenario, dict], dict | list[dict] | None]
 
 
 def _nodes_for(s: Scenario, gpus: int) -> int:
@@ -89,35 +92,65 @@ def _faster_sync(s: Scenario, report: dict) -> dict:
             "weight_sync.staging_bytes_per_s": 2 * staging_rate(s)}
 
 
-def _split(s: Scenario, report: dict) -> dict:
-    """Colocated GPUs re-placed as rollout and trainer pools, in proportion to their time."""
-    total = s.cluster.total_gpus - s.placement.reward_model_gpus
+def rollout_share_bounds(s: Scenario, report: dict) -> tuple[float, float]:
+    """The share of a colocated run's GPUs a separate rollout pool needs: at least rollout's
+    work at full batch (``phases.generation_bound``'s bulk) against the trainer's time, at
+    most rollout's wall time (its long tail included) against the trainer's."""
+    from twin.cost.engine import engine_costs
+    from twin.cost.phases import generation_bound, sample_step
+
     br = report["breakdown"]
     gen = br.get("generation", 0.0) + br.get("reward", 0.0)
     train = sum(v for k, v in br.items() if k not in ("generation", "reward", "evaluation"))
+    bulk = generation_bound(engine_costs(s), s.rollout_engines, sample_step(s))["bulk"] + br.get("reward", 0.0)
+    bulk = min(bulk, gen)
+    return bulk / max(bulk + train, 1e-9), gen / max(gen + train, 1e-9)
+
+
+def _split(s: Scenario, share: float) -> dict:
+    """Colocated GPUs re-placed as a rollout pool of about ``share`` of them (whole engines,
+    whole nodes where an engine fits in one) and a trainer pool of the rest."""
+    total = s.cluster.total_gpus - s.placement.reward_model_gpus
     unit = s.placement.rollout.tp * s.cluster.gpus_per_node // math.gcd(s.placement.rollout.tp, s.cluster.gpus_per_node)
     unit = max(s.placement.rollout.tp, min(unit, s.cluster.gpus_per_node))
-    rollout = round(total * gen / max(gen + train, 1e-9) / unit) * unit
-    rollout = min(max(unit, rollout), total - s.placement.trainer.tp * s.placement.trainer.pp)
-    trainer = total - rollout
     t = s.placement.trainer
-    trainer -= trainer % (t.tp * t.pp)
+    group = t.tp * t.pp * t.sp  # the trainer's smallest whole data-parallel rank
+    most = (total - group) // s.placement.rollout.tp * s.placement.rollout.tp  # whole engines
+    rollout = min(max(unit, round(total * share / unit) * unit), most)
+    trainer = total - rollout
+    trainer -= trainer % group
     return {"placement.mode": "async", "placement.rollout.gpus": rollout, "placement.trainer.gpus": trainer}
 
 
-def _more_staleness(s: Scenario, report: dict) -> dict:
-    out = _split(s, report) if s.placement.mode == "colocated" else {}
-    out["algorithm.staleness"] = s.algorithm.staleness + 1
+SPLITS_TRIED = 5  # shares from the lower bound to the upper, evenly spaced
+
+
+def _splits(s: Scenario, report: dict) -> list[dict]:
+    """Distinct splits from one bound of :func:`rollout_share_bounds` to the other."""
+    low, high = rollout_share_bounds(s, report)
+    out: list[dict] = []
+    for k in range(SPLITS_TRIED):
+        share = low + (high - low) * k / (SPLITS_TRIED - 1)
+        split = _split(s, share)
+        if split not in out:
+            out.append(split)
     return out
 
 
-def _partial_rollout(s: Scenario, report: dict) -> dict | None:
+def _more_staleness(s: Scenario, report: dict) -> dict | list[dict]:
+    more = {"algorithm.staleness": s.algorithm.staleness + 1}
+    if s.placement.mode == "colocated":
+        return [{**split, **more} for split in _splits(s, report)]
+    return more
+
+
+def _partial_rollout(s: Scenario, report: dict) -> dict | list[dict] | None:
     if s.placement.mode == "async" and s.algorithm.partial_rollout:
         return None
-    out = _split(s, report) if s.placement.mode == "colocated" else {"placement.mode": "async"}
-    out["algorithm.staleness"] = max(1, s.algorithm.staleness)
-    out["algorithm.partial_rollout"] = True
-    return out
+    on = {"algorithm.staleness": max(1, s.algorithm.staleness), "algorithm.partial_rollout": True}
+    if s.placement.mode == "colocated":
+        return [{**split, **on} for split in _splits(s, report)]
+    return {"placement.mode": "async", **on}
 
 
 PRESSURES: dict[str, Pressure] = {p.name: p for p in (
@@ -183,8 +216,8 @@ def sensitivity(scenario: Scenario, base_report: dict, pressures: Iterable[str] 
     jobs: list[tuple[Pressure, dict]] = []
     for pressure in resolve_pressures(pressures):
         overrides = pressure.overrides(scenario, base_report)
-        if overrides is not None:
-            jobs.append((pressure, apply_overrides(base_data, overrides)))
+        for alternative in [overrides] if isinstance(overrides, dict) else overrides or []:
+            jobs.append((pressure, apply_overrides(base_data, alternative)))
     workers = workers if workers is not None else min(len(jobs), os.cpu_count() or 1)
     if workers > 1 and len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -193,20 +226,27 @@ def sensitivity(scenario: Scenario, base_report: dict, pressures: Iterable[str] 
         reports = [_simulate_data(data) for _, data in jobs]
     base = _useful(base_report)
     base_gpus = sum(base_report["gpus"].values())
-    rows = []
+    best: dict[str, dict] = {}  # per pressure, its best alternative (the first error if all fail)
     for (p, _), rep in zip(jobs, reports):
         head = {"pressure": p.name, "short": p.short, "description": p.description, "link": p.link}
         if "error" in rep:
-            rows.append({**head, "error": rep["error"]})
+            best.setdefault(p.name, {**head, "error": rep["error"]})
             continue
         useful = _useful(rep)
-        rows.append({
+        row = {
             **head,
             "step_time_s": rep["step_time_s"],
             "useful_trajectories_per_hour": useful,
             "gain": float(f"{useful / base - 1.0:.6g}") if base > 0 else 0.0,
             "added_gpus": sum(rep["gpus"].values()) - base_gpus,
-        })
+        }
+        pools = rep["scenario"]["placement"]
+        pools = {"rollout_gpus": pools["rollout"]["gpus"], "trainer_gpus": pools["trainer"]["gpus"]}
+        if scenario.placement.mode == "colocated" and pools["rollout_gpus"] != scenario.placement.rollout.gpus:
+            row["placement"] = pools  # the same GPUs re-placed as two pools
+        if row["gain"] > best.get(p.name, {}).get("gain", -math.inf):
+            best[p.name] = row
+    rows = list(best.values())
     rows.sort(key=lambda r: (-r.get("gain", -math.inf), r["pressure"]))
     return rows
 

@@ -48,3 +48,16 @@ def test_rollout_capacity_is_the_full_batch_rate_of_every_engine():
     batch = min(costs.max_num_seqs, costs.kv_capacity_tokens // context)
     expected = r.scenario.rollout_engines * batch / costs.decode_time(batch, batch * context)
     assert metrics.rollout_capacity_tokens_per_s(r) == pytest.approx(expected)
+
+
+def test_rates_leave_out_the_first_step_as_the_step_time_does():
+    """A pipelined run: the first step also waits for the first rollout (the fill), later ones
+    arrive every 4 s. Rates are those of the steady state, consistent with the step time."""
+    r = _result("async")
+    r.steps = [StepRecord(k, start, end, {"update_actor": 4.0}, [("optimization", 4.0)],
+                          trajectories=8, tokens=800.0, generated_tokens=600.0)
+               for k, (start, end) in enumerate([(0.0, 10.0), (10.0, 14.0), (14.0, 18.0)])]
+    assert metrics.step_time(r) == pytest.approx(4.0)
+    th = metrics.throughput(r)
+    assert th["tokens_per_s"] == pytest.approx(800.0 / 4.0)
+    assert th["trajectories_per_hour"] == pytest.approx(8 * 3600 / 4.0)

@@ -6,7 +6,8 @@
 * utilisation: busy unit-seconds / (units × simulated wall time), per resource;
 * critical-path share: the fraction of wall time each link held the trainer up;
 * throughput: tokens/s (prompt + response of trajectories the optimizer consumed, as
-  NeMo-RL counts), per GPU, trajectories per hour, useful experience per hour.
+  NeMo-RL counts), per GPU, trajectories per hour, useful experience per hour, over the
+  same steady state as the step time.
 """
 
 from __future__ import annotations
@@ -61,9 +62,20 @@ def critical_path_share(result: SimResult) -> dict[str, float]:
     return {k: v / total for k, v in sorted(per_link.items(), key=lambda kv: -kv[1])} if total > 0 else {}
 
 
-def throughput(result: SimResult) -> dict[str, float]:
-    wall = result.wall_s
+def steady_state(result: SimResult) -> tuple[list, float]:
+    """The steps after the first and the wall time they took: the window :func:`step_time`
+    measures. In staleness modes the first step also fills the pipeline (the first rollout
+    runs with nothing to overlap), a cost a long run pays once; rates over the whole of a
+    short simulation would charge it to every step. One step: the whole run."""
     steps = result.steps
+    if len(steps) > 1:
+        return steps[1:], steps[-1].end - steps[0].end
+    return steps, result.wall_s
+
+
+def throughput(result: SimResult) -> dict[str, float]:
+    """Rates over the steady state (:func:`steady_state`)."""
+    steps, wall = steady_state(result)
     gpus = sum(result.gpus.values())
     tokens = sum(r.tokens for r in steps)
     trajs = sum(r.trajectories for r in steps)
