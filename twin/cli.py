@@ -230,6 +230,7 @@ def _whatif(args) -> int:
     from twin.analysis.report import build_report
     from twin.cost.memory import memory_problem
     from twin.config.load import load_scenario, scenario_path
+    from twin.render import pressure_note
     from twin.sim.loop import simulate
     from twin.verdict import resolve_pressures, sensitivity
 
@@ -247,9 +248,9 @@ def _whatif(args) -> int:
         return 0
     useful = base["throughput"]["useful_trajectories_per_hour"]
     if scenario.run.steps < 5:
-        print(f"note: {scenario.run.steps} steps simulated; the first steps fill the pipeline and "
-              "queues, so gains of staleness and queue pressures read low (use run.steps >= 5)",
-              file=sys.stderr)
+        print(f"note: {scenario.run.steps} steps simulated; rates are measured over the steps after "
+              "the first (which fills pipelines and queues), so few steps give noisy gains (use "
+              "run.steps >= 5)", file=sys.stderr)
     print(f"Scenario {scenario.name}: baseline step {base['step_time_s']:.1f} s, "
           f"{useful:,.0f} useful trajectories/h")
     print(f"  {'pressure':62s} {'gain':>8s} {'step (s)':>9s} {'useful/h':>11s}")
@@ -258,7 +259,7 @@ def _whatif(args) -> int:
             print(f"  {row['description']:62s} not possible here: {row['error']}")
             continue
         print(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}% {row['step_time_s']:9.1f} "
-              f"{row['useful_trajectories_per_hour']:11,.0f}")
+              f"{row['useful_trajectories_per_hour']:11,.0f}{pressure_note(row)}")
     if args.json_path:
         _write_atomic(Path(args.json_path), json.dumps({"pressures": rows}, indent=2, sort_keys=True) + "\n")
     return 0

@@ -64,12 +64,17 @@ def render_run(report: dict[str, Any]) -> str:
             if "error" in row:
                 lines.append(f"  {row['description']:62s} not possible here: {row['error']}")
                 continue
-            gpus = f"  (+{row['added_gpus']} GPUs)" if row["added_gpus"] else ""
-            if "placement" in row:  # the same GPUs, re-placed as two pools
-                gpus += f"  ({row['placement']['rollout_gpus']} rollout + {row['placement']['trainer_gpus']} trainer GPUs)"
             lines.append(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}%  "
-                         f"step {row['step_time_s']:.1f} s{gpus}")
+                         f"step {row['step_time_s']:.1f} s{pressure_note(row)}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report)]
     return "\n".join(lines)
+
+
+def pressure_note(row: dict) -> str:
+    """What a sensitivity row changed in hardware: GPUs added, or the same GPUs re-placed."""
+    note = f"  (+{row['added_gpus']} GPUs)" if row.get("added_gpus") else ""
+    if "placement" in row:
+        note += f"  ({row['placement']['rollout_gpus']} rollout + {row['placement']['trainer_gpus']} trainer GPUs)"
+    return note

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 from tui.figures import LINK_TITLE, diagnosis, gain_text, marginal_gains, pct
 from tui.jobs import sensitivity_available
 from tui.widgets.loop import NO_RUN
+from twin.render import pressure_note
 
 
 def link_state(row: dict[str, Any]) -> str:
@@ -70,7 +71,7 @@ class VerdictView(VerticalScroll):
                 # A pressure whose re-simulation failed says why instead of a gain.
                 table.add_row(str(r["pressure"]), gain_text(r.get("gain")),
                               f"{u:,.0f}" if isinstance(u, (int, float)) else "—",
-                              str(r.get("error") or r.get("description", "")))
+                              str(r.get("error") or r.get("description", "") + pressure_note(r)))
             table.display = True
         else:
             table.display = False
