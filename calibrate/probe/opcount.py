@@ -10,7 +10,7 @@ TorchDispatchMode, which sees every ATen operation that reaches a kernel.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import torch
@@ -85,3 +85,82 @@ def op_count(kind: str) -> OpCount:
     'score' (an old-logprob or reference pass), 'update' (forward, backward, AdamW step)."""
     one, two = _pass(kind, 1), _pass(kind, 2)
     return OpCount(fixed=one - (two - one), per_layer=two - one)
+
+
+# ---- element-wise traffic, by the classes of twin.cost.transformer -----------------------------
+_NOT_ELEMENTWISE = {
+    "mm", "addmm", "bmm", "_fused_adamw_",  # GEMMs and the optimizer are priced apart
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
+    # views and allocations move no data
+    "view", "_unsafe_view", "t", "transpose", "split", "split_with_sizes", "slice", "as_strided",
+    "expand", "detach", "unsqueeze", "squeeze", "select", "permute", "alias", "empty", "empty_like",
+    "reshape", "_reshape_alias", "unbind", "chunk", "lift_fresh", "zeros_like",
+}
+_UNARY = {"silu", "silu_backward", "sigmoid", "exp", "tanh"}
+_VOCAB = {"_log_softmax", "_log_softmax_backward_data", "gather", "scatter", "scatter_add", "new_zeros"}
+
+
+class _Traffic(TorchDispatchMode):
+    """Elements read + written and kernels of element-wise operations, by class: ``unary``
+    (transcendental), ``softmax`` (over the vocabulary), ``rotary`` (head-major 4-D tensors:
+    the kernels around attention), ``binary`` (the rest). Broadcast operands (norm weights,
+    rotary tables, per-row statistics: under a quarter of the op's largest tensor) are left out
+    of the elements, as the twin leaves them out; ops on fewer than 64 elements are not counted."""
+
+    def __init__(self, vocab: int) -> None:
+        super().__init__()
+        self.vocab = vocab
+        self.elements: dict[str, float] = {}
+        self.kernels: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        from torch.utils._pytree import tree_flatten
+
+        out = func(*args, **(kwargs or {}))
+        name = func.__name__.split(".")[0]
+        if name in _NOT_ELEMENTWISE:
+            return out
+        tensors = [t for t in tree_flatten((args, kwargs, out))[0] if isinstance(t, torch.Tensor)]
+        largest = max((t.numel() for t in tensors), default=0)
+        if largest < 64:
+            return out
+        if name in _UNARY:
+            cls = "unary"
+        elif name in _VOCAB or any(t.dim() and t.shape[-1] == self.vocab for t in tensors):
+            cls = "softmax"
+        elif any(t.dim() == 4 for t in tensors):
+            cls = "rotary"
+        else:
+            cls = "binary"
+        self.elements[cls] = self.elements.get(cls, 0.0) + sum(t.numel() for t in tensors if 4 * t.numel() >= largest)
+        self.kernels[cls] = self.kernels.get(cls, 0) + 1
+        return out
+
+
+def _traffic(cfg: DecoderConfig, kind: str, rows: int, length: int) -> _Traffic:
+    from calibrate.probe.learner import Learner
+
+    torch.manual_seed(0)
+    learner = Learner(Decoder(cfg, seed=0))
+    gen = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, cfg.vocab, (rows, length), generator=gen)
+    mask = torch.ones(rows, length - 1)
+    adv = torch.linspace(-1.0, 1.0, rows)
+    old = learner.old_logprobs(tokens)
+    learner.update(tokens, mask, adv, old, old)  # the optimizer's state exists from now on
+    with _Traffic(cfg.vocab) as traffic:
+        if kind == "score":
+            learner.old_logprobs(tokens)
+        else:
+            learner.update(tokens, mask, adv, old, old)
+    return traffic
+
+
+def layer_traffic(cfg: DecoderConfig, kind: str, rows: int = 16, length: int = 32) -> dict[str, tuple[float, int]]:
+    """Element-wise traffic of one decoder layer of ``cfg`` per token, {class: (elements read +
+    written, kernels)}: of a scoring forward (``score``) or of forward and backward (``update``),
+    counted on 1- and 2-layer models and differenced, as :func:`op_count` counts operations."""
+    one, two = (_traffic(replace(cfg, layers=n), kind, rows, length) for n in (1, 2))
+    tokens = rows * (length - 1)
+    return {c: ((two.elements[c] - one.elements.get(c, 0.0)) / tokens, two.kernels[c] - one.kernels.get(c, 0))
+            for c in two.elements if two.elements[c] != one.elements.get(c, 0.0)}

@@ -124,29 +124,36 @@ def _qkv_dims(arch: ModelArch) -> tuple[float, float]:
     return arch.num_heads * arch.d_head, arch.num_kv_heads * arch.d_head
 
 
-def layer_elementwise(arch: ModelArch, kernels: Kernels = "eager") -> tuple[float, float]:
-    """Element-wise work of one layer's forward per token: (elements read + written, kernels).
+# Eager (HF-style PyTorch modules) element-wise traffic, per token: (elements read + written,
+# kernels), counted by dispatching the probe's decoder (calibrate.probe.model, written as HF's
+# Llama modules are) under a TorchDispatchMode, forward and autograd backward, in fp32
+# (tests/calibrate/test_elementwise_count.py holds these to that count). RMSNorm is not one
+# kernel but six: x², mean, + eps, rsqrt, x·rsqrt, ·weight (the two tiny ones on one value
+# per token); its autograd backward moves 24h in 14 kernels. HF's bf16 RMSNorm also upcasts to
+# fp32 and back, two more kernels not counted here.
+EAGER_NORM_FORWARD = (7.0, 6.0)    # × h
+EAGER_NORM_BACKWARD = (24.0, 14.0)  # × h
 
-    Each kernel is counted as reading each input once and writing each output once, with
-    h = hidden, q = heads·d_head, k = kv_heads·d_head, f = FFN width per token:
+
+def layer_elementwise_classes(arch: ModelArch, kernels: Kernels = "eager") -> dict[str, tuple[float, float]]:
+    """Element-wise work of one layer's forward per token by kernel class: {class: (elements
+    read + written, kernels)}, with h = hidden, q = heads·d_head, k = kv_heads·d_head, f = FFN
+    width per token. Classes: ``binary`` (contiguous, memory-bound), ``unary`` (transcendental:
+    SiLU), ``rotary`` (short-row, strided kernels around attention).
 
     ``eager`` (HF-style PyTorch modules, as verl/OpenRLHF/TRL trainers and the probe run them)::
 
-        2 RMSNorms              read h, write h            each   4h   2 kernels
-        rotary on q (rotate_half: 4 muls of halves, add, sub, cat)  9q   7 kernels
-        rotary on k                                                 9k   7 kernels
-        attention output to token-major (transpose + reshape copy)  2q   1 kernel
-        2 residual adds         read 2h, write h           each   6h   2 kernels
-        SiLU(gate)              read f, write f                   2f   1 kernel
-        SiLU(gate) · up         read 2f, write f                  3f   1 kernel
-        total                   10h + 11q + 9k + 5f                    21 kernels
+        binary  2 RMSNorms (7h, 6 kernels each), 2 residual adds (3h each),
+                SiLU(gate)·up (3f)                                     20h + 3f   15 kernels
+        unary   SiLU(gate)                                             2f          1 kernel
+        rotary  rotate_half on q and k (4 muls of halves, add, sub, cat: 9q, 9k),
+                attention output back to token-major (2q)              11q + 9k   15 kernels
 
     ``fused`` (vLLM/SGLang, TransformerEngine, Liger kernels)::
 
-        2 fused residual-add + RMSNorm  read 2h, write 2h  each   8h   2 kernels
-        rotary on q and k in place                           2q + 2k   1 kernel
-        silu_and_mul            read 2f, write f                  3f   1 kernel
-        total                   8h + 2q + 2k + 3f                       4 kernels
+        binary  2 fused residual-add + RMSNorm (read 2h, write 2h)     8h          2 kernels
+        unary   silu_and_mul (read 2f, write f)                        3f          1 kernel
+        rotary  rotary on q and k in place                             2q + 2k     1 kernel
 
     The weights of the norms and the rotary tables are small and not counted.
     """
@@ -154,36 +161,54 @@ def layer_elementwise(arch: ModelArch, kernels: Kernels = "eager") -> tuple[floa
     q, k = _qkv_dims(arch)
     f = ffn_width(arch)
     if kernels == "eager":
-        return 10 * h + 11 * q + 9 * k + 5 * f, 21.0
+        norm_e, norm_k = EAGER_NORM_FORWARD
+        return {"binary": (2 * norm_e * h + 6 * h + 3 * f, 2 * norm_k + 3.0), "unary": (2 * f, 1.0),
+                "rotary": (11 * q + 9 * k, 15.0)}
     if kernels == "fused":
-        return 8 * h + 2 * q + 2 * k + 3 * f, 4.0
+        return {"binary": (8 * h, 2.0), "unary": (3 * f, 1.0), "rotary": (2 * q + 2 * k, 1.0)}
     raise ValueError(f"kernels must be 'eager' or 'fused', not {kernels!r}")
+
+
+def layer_elementwise_backward_classes(arch: ModelArch, kernels: Kernels = "eager") -> dict[str, tuple[float, float]]:
+    """Element-wise work of one layer's backward per token, by class (as
+    :func:`layer_elementwise_classes`).
+
+    ``eager`` (counted, see ``EAGER_NORM_*``)::
+
+        binary  2 RMSNorm backwards (24h, 14 kernels each), the residual stream's two
+                gradient sums (3h each), SiLU(gate)·up's two products (3f each), the
+                gate/up gradients joined (4f)                          54h + 10f  33 kernels
+        unary   SiLU backward (read 2f, write f)                       3f          1 kernel
+        rotary  rotate_half's gradients (products, neg, adds, slice backward) and the
+                q/k/v gradients joined head-major                      18q + 22k  22 kernels
+
+    ``fused``: twice the forward's traffic in twice its kernels (each op's gradient reads its
+    saved inputs and the incoming gradient and writes one gradient per input); not counted.
+    """
+    if kernels == "fused":
+        return {c: (2 * e, 2 * o) for c, (e, o) in layer_elementwise_classes(arch, kernels).items()}
+    if kernels != "eager":
+        raise ValueError(f"kernels must be 'eager' or 'fused', not {kernels!r}")
+    h = float(arch.hidden_size)
+    q, k = _qkv_dims(arch)
+    f = ffn_width(arch)
+    norm_e, norm_k = EAGER_NORM_BACKWARD
+    return {"binary": (2 * norm_e * h + 6 * h + 10 * f, 2 * norm_k + 5.0), "unary": (3 * f, 1.0),
+            "rotary": (18 * q + 22 * k, 22.0)}
+
+
+def layer_elementwise(arch: ModelArch, kernels: Kernels = "eager") -> tuple[float, float]:
+    """Element-wise work of one layer's forward per token, all classes together: (elements
+    read + written, kernels). Eager: 20h + 11q + 9k + 5f in 31 kernels; fused: 8h + 2q + 2k + 3f
+    in 4 (:func:`layer_elementwise_classes`)."""
+    by_class = layer_elementwise_classes(arch, kernels)
+    return float(sum(e for e, _ in by_class.values())), float(sum(o for _, o in by_class.values()))
 
 
 # Classes of element-wise kernels, priced each at its own calibrated curve where a profile has
 # one (``Memory.elementwise_classes``): a CPU runs a transcendental function or a short-row,
 # strided kernel far below the rate of a contiguous binary op.
 ELEMENTWISE_CLASSES = ("binary", "unary", "rotary", "softmax", "sample")
-
-
-def layer_elementwise_classes(arch: ModelArch, kernels: Kernels = "eager") -> dict[str, tuple[float, float]]:
-    """:func:`layer_elementwise` split by kernel class: {class: (elements per token, kernels)}.
-
-    ``binary`` (contiguous, memory-bound: norms, residual adds, SiLU(gate)·up), ``unary``
-    (transcendental: SiLU), ``rotary`` (short-row, strided kernels around attention: rotate_half's
-    multiplies of half-width slices, add, sub, cat, and the attention output's copy back to
-    token-major). ``eager``: binary 10h + 3f in 5 kernels, unary 2f in 1, rotary 11q + 9k in 15;
-    ``fused``: binary 8h in 2 (add+RMSNorm), unary 3f in 1 (silu_and_mul), rotary 2q + 2k in 1.
-    The totals are :func:`layer_elementwise`'s.
-    """
-    h = float(arch.hidden_size)
-    q, k = _qkv_dims(arch)
-    f = ffn_width(arch)
-    if kernels == "eager":
-        return {"binary": (10 * h + 3 * f, 5.0), "unary": (2 * f, 1.0), "rotary": (11 * q + 9 * k, 15.0)}
-    if kernels == "fused":
-        return {"binary": (8 * h, 2.0), "unary": (3 * f, 1.0), "rotary": (2 * q + 2 * k, 1.0)}
-    raise ValueError(f"kernels must be 'eager' or 'fused', not {kernels!r}")
 
 
 def elementwise_work(
@@ -198,18 +223,18 @@ def elementwise_work(
 
     Per token: the embedding lookup (read h, write h; 1 kernel) and ``L`` layers of
     :func:`layer_elementwise`, at ``arch.dtype`` bytes. Per row whose logits are computed
-    (``logit_rows``; all tokens when scoring or training): the final RMSNorm (2h, 1 kernel)
-    and vocabulary-wide passes in fp32 (V = vocabulary):
+    (``logit_rows``; all tokens when scoring or training): the final RMSNorm (eager 7h in 6
+    kernels, fused 2h in 1) and vocabulary-wide passes in fp32 (V = vocabulary):
 
     * ``generate`` (an engine iteration): the new tokens' K and V written to the cache
       (read + write 2k; 1 kernel fused, 2 eager) per layer; per sequence a softmax (2V) and
       the sampler's pass over the probabilities (2V): 4V, 2 kernels;
     * ``score`` (old-logprob, reference): log-softmax, 2V, 1 kernel (the gather is negligible);
-    * ``train``: forward as ``score``, the backward moving twice the forward's traffic in
-      twice its kernels (each element-wise op's gradient reads its saved inputs and the
-      incoming gradient and writes one gradient per input), one more forward with
-      activation recomputation; over the vocabulary log-softmax forward 2V, its backward 3V
-      and the gather's backward (zero-fill and scatter) 1V: 6V, 3 kernels.
+    * ``train``: the forward as ``score``, the backward (:func:`layer_elementwise_backward_classes`
+      per layer; the embedding's gradient 2h and the final norm's, eager 24h in 14 kernels,
+      fused twice its forward), one more forward of the layers with activation recomputation; over the
+      vocabulary log-softmax forward 2V, its backward 3V and the gather's backward (zero-fill
+      and scatter) 1V: 6V, 3 kernels.
     """
     work = elementwise_work_by_class(arch, tokens, kind, logit_rows, kernels, recompute)
     return float(sum(b for b, _ in work.values())), float(sum(o for _, o in work.values()))
@@ -232,21 +257,29 @@ def elementwise_work_by_class(
         return {}
     b = arch.bytes_per_param
     h, L, V = float(arch.hidden_size), arch.num_layers, float(arch.vocab_size)
-    layer = layer_elementwise_classes(arch, kernels)
+    forward = layer_elementwise_classes(arch, kernels)
     if kind == "generate":
         _, k = _qkv_dims(arch)
-        e, o = layer["binary"]
-        layer["binary"] = (e + 4 * k, o + (1 if kernels == "fused" else 2))
+        e, o = forward["binary"]
+        forward["binary"] = (e + 4 * k, o + (1 if kernels == "fused" else 2))
     rows = tokens if logit_rows is None else logit_rows
-    passes = (3.0 + (1.0 if recompute else 0.0)) if kind == "train" else 1.0  # forward, backward (2×), recompute
+    norm_fwd, norm_bwd = (EAGER_NORM_FORWARD, EAGER_NORM_BACKWARD) if kernels == "eager" else ((2.0, 1.0), (4.0, 2.0))
+    # per pass: (elements per token by class through the layers, and the fixed binary work:
+    # the embedding (per token) and the final norm (per logit row))
+    passes = [(forward, (2 * h * tokens + norm_fwd[0] * h * rows, 1.0 + norm_fwd[1]))]
+    if kind == "train":
+        passes.append((layer_elementwise_backward_classes(arch, kernels),
+                       (2 * h * tokens + norm_bwd[0] * h * rows, 1.0 + norm_bwd[1])))
+        if recompute:  # the layers' forward once more (checkpointing wraps the decoder layers)
+            passes.append((forward, (0.0, 0.0)))
     out: dict[str, tuple[float, float]] = {}
-    for cls, (elems, ops) in layer.items():
-        nbytes = tokens * L * elems * b
-        kops = L * ops
-        if cls == "binary":  # embedding lookup (2h per token, 1 kernel), final norm (2h per logit row, 1)
-            nbytes += (tokens * 2 * h + rows * 2 * h) * b
-            kops += 2.0
-        out[cls] = (float(nbytes * passes), float(kops * passes))
+    for layer, (fixed_elems, fixed_ops) in passes:
+        for cls, (elems, ops) in layer.items():
+            nbytes, kops = tokens * L * elems, L * ops
+            if cls == "binary":
+                nbytes, kops = nbytes + fixed_elems, kops + fixed_ops
+            total_b, total_k = out.get(cls, (0.0, 0.0))
+            out[cls] = (total_b + float(nbytes * b), total_k + float(kops))
     vocab_elems, vocab_ops = {"generate": (2 * V, 1.0), "score": (2 * V, 1.0), "train": (6 * V, 3.0)}[kind]
     out["softmax"] = (float(rows * vocab_elems * VOCAB_BYTES), vocab_ops)
     if kind == "generate":  # the sampler's pass over the probabilities
