@@ -12,7 +12,10 @@ read by the twin with linear interpolation in log(size). It is fitted in four st
    unimodal (memory on a CPU: small copies pay the call, mid sizes run from cache, large
    ones from DRAM, so the curve rises and then falls);
 4. points the log-linear interpolation already reproduces within ``tolerance`` are dropped,
-   leaving at most ``max_points``.
+   leaving at most ``max_points``; the smallest size measured always stays, since the twin
+   prices anything smaller at that call's time (a flat curve, such as a CPU sampler's near
+   0.002, would otherwise keep one point at an arbitrary size and price a 4 KiB call like a
+   1 MiB one).
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ def interp_log(sizes, values, at) -> np.ndarray:
 
 def simplify(sizes, values, max_points: int = 8, tolerance: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
     """Drop points the others reproduce within ``tolerance`` (absolute efficiency); then, while
-    more than ``max_points`` remain, drop the one whose loss changes the curve least."""
+    more than ``max_points`` remain, drop the one whose loss changes the curve least. The first
+    point (the smallest size) is kept: below it the twin charges that call's time."""
     s = list(np.asarray(sizes, dtype=np.float64))
     v = list(np.asarray(values, dtype=np.float64))
     full_s, full_v = np.array(s), np.array(v)
@@ -100,9 +104,9 @@ def simplify(sizes, values, max_points: int = 8, tolerance: float = 0.01) -> tup
         return float(np.abs(interp_log(ks, kv, full_s) - full_v).max())
 
     while len(s) > 1:
-        errors = [error_without(i) for i in range(len(s))]
-        i = int(np.argmin(errors))
-        if errors[i] > tolerance and len(s) <= max_points:
+        errors = [error_without(i) for i in range(1, len(s))]
+        i = 1 + int(np.argmin(errors))
+        if errors[i - 1] > tolerance and len(s) <= max_points:
             break
         del s[i], v[i]
     return np.array(s), np.array(v)

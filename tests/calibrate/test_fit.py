@@ -101,3 +101,13 @@ def test_gemm_tokens_curve_recovers_a_weight_streaming_law(tmp_path):
         expected = (m / (m + 16)) / (4096 / (4096 + 16))
         assert interp_log(ms, effs, m) == pytest.approx(expected, rel=0.05)
     assert _gemm_tokens(rows[0]) == 1
+
+
+def test_a_flat_curve_keeps_its_smallest_size():
+    """A sampler's rate is linear in size (efficiency ~0.002 everywhere): the points collapse,
+    but the smallest measured size must stay, since the twin charges smaller calls that one's
+    time; keeping only a 1 MiB point would price a 4 KiB call 256x too high."""
+    sizes = [4096, 65536, 524288, 4194304, 16777216]
+    effs = [0.0021, 0.0025, 0.0020, 0.0022, 0.0021]
+    points = fit.efficiency_curve(sizes, [e * 100 for e in effs], peak=100)
+    assert points[0][0] == 4096
