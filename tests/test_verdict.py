@@ -114,3 +114,13 @@ def test_staleness_on_colocated_gpus_tries_splits_between_the_bounds_and_keeps_t
     best = max(range(len(splits)), key=lambda k: each[k])
     assert row["useful_trajectories_per_hour"] == pytest.approx(each[best])
     assert row["placement"]["rollout_gpus"] == rollouts[best]
+
+
+def test_only_a_re_placement_carries_the_split():
+    from twin.verdict import sensitivity
+
+    s = load_scenario(small(placement={"mode": "colocated"}, cluster={"nodes": 1, "gpus_per_node": 8}))
+    report = build_report(simulate(s))
+    rows = {r["pressure"]: r for r in sensitivity(s, report, ["rollout_gpus_x2", "staleness_plus1"], workers=1)}
+    assert "placement" not in rows["rollout_gpus_x2"]  # still colocated, on twice the GPUs
+    assert rows["staleness_plus1"]["placement"]["rollout_gpus"] + rows["staleness_plus1"]["placement"]["trainer_gpus"] == 8

@@ -240,10 +240,10 @@ def sensitivity(scenario: Scenario, base_report: dict, pressures: Iterable[str] 
             "gain": float(f"{useful / base - 1.0:.6g}") if base > 0 else 0.0,
             "added_gpus": sum(rep["gpus"].values()) - base_gpus,
         }
-        pools = rep["scenario"]["placement"]
-        pools = {"rollout_gpus": pools["rollout"]["gpus"], "trainer_gpus": pools["trainer"]["gpus"]}
-        if scenario.placement.mode == "colocated" and pools["rollout_gpus"] != scenario.placement.rollout.gpus:
-            row["placement"] = pools  # the same GPUs re-placed as two pools
+        placed = rep["scenario"]["placement"]
+        if scenario.placement.mode == "colocated" and placed["mode"] != "colocated":
+            # the same GPUs re-placed as two pools
+            row["placement"] = {"rollout_gpus": placed["rollout"]["gpus"], "trainer_gpus": placed["trainer"]["gpus"]}
         if row["gain"] > best.get(p.name, {}).get("gain", -math.inf):
             best[p.name] = row
     rows = list(best.values())
