@@ -15,6 +15,7 @@ from functools import lru_cache
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from calibrate.probe.model import Decoder, DecoderConfig
 
@@ -114,8 +115,6 @@ class _Traffic(TorchDispatchMode):
         self.kernels: dict[str, int] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        from torch.utils._pytree import tree_flatten
-
         out = func(*args, **(kwargs or {}))
         name = func.__name__.split(".")[0]
         if name in _NOT_ELEMENTWISE:
