@@ -87,3 +87,23 @@ def test_bad_case_file_is_an_input_error(tmp_path):
         load_source(bad)
     assert err.value.file == str(bad)
     assert main(["validate", str(tmp_path / "nope")]) == 2
+
+
+def test_each_figure_implies_its_own_value_of_the_fit_parameter(tmp_path, capsys):
+    from twin.validate import _case_data, _simulate, implied_parameters
+
+    path = _source(tmp_path, expected_sync=1.0)
+    result = validate_source(path)
+    implied = {i.case: i for i in implied_parameters(path)}
+    assert implied["small"].value == pytest.approx(result.fitted[1], rel=1e-3)  # the fitted figure
+    big = implied["big"]
+    assert big.bracketed and big.value < result.fitted[1]  # a slower sync needs a lower staging rate
+    source = load_source(path)
+    case = next(c for c in source.cases if c.name == "big")
+    report = _simulate(_case_data(source, case, {source.fit.parameter: big.value}))
+    assert metric(report, "counters.weight_sync_s") == pytest.approx(1.0, rel=0.01)
+    # a figure no value within the bounds can reach is flagged, at the nearer bound
+    unreachable = {i.case: i for i in implied_parameters(_source(tmp_path, expected_sync=1e4))}["big"]
+    assert not unreachable.bracketed and unreachable.value == pytest.approx(1e9, rel=1e-3)
+    assert main(["validate", str(tmp_path), "--implied"]) == 1  # the 1e4 s figure misses
+    assert "implied by each figure alone" in capsys.readouterr().out

@@ -92,6 +92,10 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("directory", nargs="?", type=Path, default=None, metavar="DIR",
                           help="a folder of case YAML files")
     validate.add_argument("--json", dest="json_path", metavar="PATH|-", help="also write the figures as JSON")
+    validate.add_argument("--implied", action="store_true",
+                          help="also, for each source with a fitted parameter, the value every figure implies "
+                          "on its own (how far apart they are says how consistent the model is with the "
+                          "source; re-simulates each figure ~16 times)")
     sub.add_parser("tui", add_help=False, help="the interactive capacity planner (needs rltwin[tui])")
     sub.add_parser("calibrate", add_help=False,
                    help="measure this CPU or GPU into a hardware profile (twin calibrate --help)")
@@ -197,19 +201,26 @@ def _run(args) -> int:
 
 
 def _validate(args) -> int:
-    from twin.validate import all_ok, case_files, render, validate_source
+    from twin.validate import all_ok, case_files, implied_parameters, render, render_implied, validate_source
 
     files = case_files(args.directory)
-    results = []
+    results, implied = [], {}
     for path in files:
         print(f"validating {path.name} ...", file=sys.stderr, flush=True)
         results.append(validate_source(path))
+        if args.implied and results[-1].fitted:
+            implied[path] = implied_parameters(
+                path, lambda what, name=path.name: print(f"  implied: {name} {what}", file=sys.stderr, flush=True))
     text = render(results)
+    if implied:
+        text += "\n\n" + "\n\n".join(render_implied(r.path, r.fitted, implied[r.path])
+                                      for r in results if r.path in implied)
     data = [{"source": r.source.source, "file": r.path.name, "fitted": r.fitted,
              "figures": [{"case": f.case, "metric": f.metric, "predicted": f.predicted,
                           "expected": f.expected, "error": f.error, "ok": f.ok, "fitted": f.fitted}
                          for f in r.figures],
-             "checks": [{"description": c.description, "ratio": ratio, "ok": ok} for c, ratio, ok in r.checks]}
+             "checks": [{"description": c.description, "ratio": ratio, "ok": ok} for c, ratio, ok in r.checks],
+             **({"implied": [vars(i) for i in implied[r.path]]} if r.path in implied else {})}
             for r in results]
     if args.json_path == "-":
         print(json.dumps(data, indent=2, sort_keys=True))

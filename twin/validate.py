@@ -127,29 +127,84 @@ def _case_data(source: Source, case: Case, fitted: dict[str, Any]) -> dict[str, 
     return apply_overrides(apply_overrides(source.base, fitted), case.set)
 
 
-def fit_parameter(source: Source, path: Path) -> tuple[str, float]:
-    """Bisect the fit parameter (in log space) until the case's metric matches its figure."""
+def _solve(source: Source, case: Case, metric_name: str, target: float) -> tuple[float, bool]:
+    """The fit parameter's value at which ``case``'s ``metric_name`` equals ``target``, by
+    bisection in log space over the fit's bounds (the metric must be monotone in it), and
+    whether the bounds bracket the target (if not, the value is the nearer bound)."""
     fit = source.fit
     assert fit is not None
-    case = next((c for c in source.cases if c.name == fit.case), None)
-    if case is None or fit.metric not in case.expected:
-        raise InputError("fit names a case and metric that are not among the cases", file=path,
-                         field="fit", value=f"{fit.case}/{fit.metric}")
-    target = case.expected[fit.metric]
     lo, hi = math.log(fit.bounds[0]), math.log(fit.bounds[1])
 
     def value(x: float) -> float:
-        return metric(_simulate(_case_data(source, case, {fit.parameter: math.exp(x)})), fit.metric)
+        return metric(_simulate(_case_data(source, case, {fit.parameter: math.exp(x)})), metric_name)
 
     f_lo, f_hi = value(lo), value(hi)
     increasing = f_hi > f_lo
+    bracketed = min(f_lo, f_hi) <= target <= max(f_lo, f_hi)
     for _ in range(14):  # ~1e-4 relative in the parameter: far below the figures' noise
         mid = (lo + hi) / 2
         if (value(mid) < target) == increasing:
             lo = mid
         else:
             hi = mid
-    return fit.parameter, round(math.exp((lo + hi) / 2), 4)
+    return round(math.exp((lo + hi) / 2), 4), bracketed
+
+
+def _fit_case(source: Source, path: Path) -> Case:
+    fit = source.fit
+    assert fit is not None
+    case = next((c for c in source.cases if c.name == fit.case), None)
+    if case is None or fit.metric not in case.expected:
+        raise InputError("fit names a case and metric that are not among the cases", file=path,
+                         field="fit", value=f"{fit.case}/{fit.metric}")
+    return case
+
+
+def fit_parameter(source: Source, path: Path) -> tuple[str, float]:
+    """Bisect the fit parameter (in log space) until the case's metric matches its figure."""
+    case = _fit_case(source, path)
+    value, _ = _solve(source, case, source.fit.metric, case.expected[source.fit.metric])
+    return source.fit.parameter, value
+
+
+@dataclass
+class Implied:
+    """The value of a source's fit parameter at which one figure would be matched."""
+
+    case: str
+    metric: str
+    value: float
+    bracketed: bool  # False: no value within the fit's bounds matches; ``value`` is the nearer bound
+
+
+def implied_parameters(path: Path, progress=None) -> list[Implied]:
+    """For a source with a ``fit``: the parameter value each of its figures implies on its own.
+
+    One fitted value serves every figure of a source; where the figures imply very different
+    values, the model prices their phases in proportions the source does not show (which
+    figure disagrees, and by how much, says where). Empty without a fit."""
+    source = load_source(path)
+    if not source.fit:
+        return []
+    _fit_case(source, path)
+    out = []
+    for case in source.cases:
+        for name, expected in case.expected.items():
+            out.append(Implied(case.name, name, *_solve(source, case, name, expected)))
+            if progress:
+                progress(f"{case.name} / {name}")
+    return out
+
+
+def render_implied(path: Path, fitted: tuple[str, float], implied: list[Implied]) -> str:
+    """The implied values of one source's fit parameter, beside the fitted one."""
+    name, value = fitted
+    lines = [f"{path.name}: {name} implied by each figure alone (fitted {value})",
+             f"  {'case':22s} {'metric':34s} {'implied':>10s} {'× fitted':>9s}"]
+    for i in implied:
+        bound = "" if i.bracketed else "  (at a bound: no value within the fit's bounds matches)"
+        lines.append(f"  {i.case:22s} {i.metric:34s} {i.value:10.4g} {i.value / value:9.2f}{bound}")
+    return "\n".join(lines)
 
 
 def validate_source(path: Path, progress=None) -> SourceResult:
