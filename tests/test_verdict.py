@@ -123,4 +123,5 @@ def test_only_a_re_placement_carries_the_split():
     report = build_report(simulate(s))
     rows = {r["pressure"]: r for r in sensitivity(s, report, ["rollout_gpus_x2", "staleness_plus1"], workers=1)}
     assert "placement" not in rows["rollout_gpus_x2"]  # still colocated, on twice the GPUs
-    assert rows["staleness_plus1"]["placement"]["rollout_gpus"] + rows["staleness_plus1"]["placement"]["trainer_gpus"] == 8
+    split = rows["staleness_plus1"]["placement"]
+    assert split["rollout_gpus"] + split["trainer_gpus"] == 8

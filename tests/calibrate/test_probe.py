@@ -168,7 +168,9 @@ def test_render_says_when_the_machine_changed_since_calibration():
     from calibrate.validate_probe import Comparison, render
 
     phases = {p: 1.0 for p in ("generation", "reward", "old_logprob", "reference", "update_actor", "step")}
-    steady = Comparison("a", dict(phases), dict(phases), dispatch_s={"calibrated": 1e-3, "before": 1.01e-3, "after": 0.99e-3})
-    drifted = Comparison("b", dict(phases), dict(phases), dispatch_s={"calibrated": 1e-3, "before": 1.2e-3, "after": 1.0e-3})
+    steady = Comparison("a", dict(phases), dict(phases),
+                        dispatch_s={"calibrated": 1e-3, "before": 1.01e-3, "after": 0.99e-3})
+    drifted = Comparison("b", dict(phases), dict(phases),
+                         dispatch_s={"calibrated": 1e-3, "before": 1.2e-3, "after": 1.0e-3})
     assert "machine changed" not in render([steady])
     assert "machine changed" in render([drifted])
