@@ -19,10 +19,10 @@ from calibrate.probe.loop import PHASES, ProbeConfig, run_probe
 from calibrate.probe.model import DecoderConfig
 
 STEP_TOLERANCE = 0.15
+PHASE_TOLERANCE = 0.25
 # A dispatch check this far from its calibrated price says the machine is not the one profiled.
 # (It under-reads: timed back to back for 150 s, generation moved ~+28% while it moved ~+5%.)
 DRIFT_NOTICE = 0.05
-PHASE_TOLERANCE = 0.25
 
 # Sized for a 2-core CPU: each runs in a few seconds. They differ in model size and shape,
 # batch, response lengths and engine kind.
