@@ -125,3 +125,15 @@ def test_only_a_re_placement_carries_the_split():
     assert "placement" not in rows["rollout_gpus_x2"]  # still colocated, on twice the GPUs
     split = rows["staleness_plus1"]["placement"]
     assert split["rollout_gpus"] + split["trainer_gpus"] == 8
+
+
+def test_one_node_splits_by_engines_not_nodes():
+    from twin.verdict import _split
+
+    s = load_scenario(small(placement={"mode": "colocated", "rollout": {"tp": 2}},
+                            cluster={"nodes": 1, "gpus_per_node": 8}))
+    rollouts = sorted({_split(s, share)["placement.rollout.gpus"] for share in (0.1, 0.3, 0.5, 0.7)})
+    assert rollouts == [2, 4, 6]  # whole tp-2 engines; a whole node would leave no trainer
+    two_nodes = load_scenario(small(placement={"mode": "colocated", "rollout": {"tp": 2}},
+                                    cluster={"nodes": 2, "gpus_per_node": 8}))
+    assert _split(two_nodes, 0.4)["placement.rollout.gpus"] == 8  # nodes to spare: whole nodes

@@ -108,14 +108,18 @@ def rollout_share_bounds(s: Scenario, report: dict) -> tuple[float, float]:
 
 
 def _split(s: Scenario, share: float) -> dict:
-    """Colocated GPUs re-placed as a rollout pool of about ``share`` of them (whole engines,
-    whole nodes where an engine fits in one) and a trainer pool of the rest."""
+    """Colocated GPUs re-placed as a rollout pool of about ``share`` of them (whole engines;
+    whole nodes where an engine fits in one and there are nodes to spare) and a trainer pool of
+    the rest."""
     total = s.cluster.total_gpus - s.placement.reward_model_gpus
-    unit = s.placement.rollout.tp * s.cluster.gpus_per_node // math.gcd(s.placement.rollout.tp, s.cluster.gpus_per_node)
-    unit = max(s.placement.rollout.tp, min(unit, s.cluster.gpus_per_node))
+    tp = s.placement.rollout.tp
+    unit = tp * s.cluster.gpus_per_node // math.gcd(tp, s.cluster.gpus_per_node)
+    unit = max(tp, min(unit, s.cluster.gpus_per_node))
+    if total < 2 * unit:  # one node: split it by engines
+        unit = tp
     t = s.placement.trainer
     group = t.tp * t.pp * t.sp  # the trainer's smallest whole data-parallel rank
-    most = (total - group) // s.placement.rollout.tp * s.placement.rollout.tp  # whole engines
+    most = (total - group) // tp * tp  # whole engines
     rollout = min(max(unit, round(total * share / unit) * unit), most)
     trainer = total - rollout
     trainer -= trainer % group
