@@ -8,8 +8,9 @@ workers and latency), and each phase is priced with the twin's own cost function
   per-iteration formula and tables of ``twin.cost.engine.engine_costs`` —
   ``overhead + max(linear + attention, weights + KV)`` — with one correction: attention is
   priced at the profile's attention efficiency *at the size of the call* rather than at the
-  curve's best (engine.py's ``attn_s_per_pair``). A decode attention call is small and far
-  below the best; on this CPU it ran 2-6x slower than the best-efficiency price;
+  curve's best (engine.py's ``attn_s_per_pair``), a decode iteration's calls at the profile's
+  decode curve (KV cache read cold). A decode attention call is small and far below the
+  best; on this CPU it ran 2-6x slower than the best-efficiency price;
 * reward: ``twin.cost.phases.reward_bound`` (samples × latency / workers);
 * old_logprob, reference: ``twin.cost.learner.forward_pass_time``;
 * update_actor: ``twin.cost.learner.update_time`` (forward + backward, optimizer step).
@@ -146,7 +147,7 @@ class ProbePredictor:
         n = min(it.tokens, len(c.linear_s) - 1)
         per_call = arch.attention_flops_per_token_pair / arch.num_layers * it.pairs
         attention = arch.num_layers * attention_time(per_call, self.scenario.cluster.gpu, arch.dtype,
-                                                     tf.attention_head_dim(arch))
+                                                     tf.attention_head_dim(arch), decode=it.kind == "decode")
         compute = c.linear_s[n] + attention
         memory = c.weights_s[n] + c.kv_s_per_token * it.kv_tokens
         if self.asynchronous:  # per_iteration_s is host time too: the fixed part of the dispatch

@@ -83,20 +83,27 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
             "streaming its weight (2M FLOP per weight element whatever K and N), so this limit depends on M "
             "alone.")}
     measured = [r for r in store.select("attention") if r.seconds > 0]
-    attention = [r for r in measured if r.op != "backward"]
+    forward = [r for r in measured if r.op != "backward"]
+    prefill = [r for r in forward if r.op != "decode"] or forward  # a store of decode calls alone: one curve
+    decode = [r for r in forward if r.op == "decode" and prefill is not forward]
     backward = [r for r in measured if r.op == "backward"]
-    if attention:
-        dtype = attention[0].dtype
-        by_width = attention_head_dim_curve(attention)
+    if forward:
+        dtype = forward[0].dtype
+        by_width = attention_head_dim_curve(forward)
         how = "by FLOP per call"
         if by_width:
             how = "by FLOP per call after dividing each rate by attention_efficiency_by_head_dim at its heads' width"
         attn_peak = peaks.get(dtype, max(peaks.values()))
-        attn = fit.efficiency_curve(*_width_free_rates(attention, by_width), attn_peak)
+        attn = fit.efficiency_curve(*_width_free_rates(prefill, by_width), attn_peak)
         compute["attention_efficiency"] = {"points": [list(p) for p in attn], "source": (
-            f"{len(attention)} scaled_dot_product_attention calls (causal prefills and one-token decodes over a "
-            f"KV cache), FLOP = 4·heads·head_dim per (query, key) pair, {how}, relative to the best "
-            f"{dtype} GEMM rate")}
+            f"{len(prefill)} scaled_dot_product_attention calls (causal prefills), FLOP = 4·heads·head_dim per "
+            f"(query, key) pair, {how}, relative to the best {dtype} GEMM rate")}
+        if decode:
+            compute["attention_decode_efficiency"] = {"points": [list(p) for p in fit.efficiency_curve(
+                *_width_free_rates(decode, by_width), attn_peak)], "source": (
+                f"{len(decode)} one-query scaled_dot_product_attention calls over a KV cache read cold (keys and "
+                f"values rotating beyond the last-level cache), FLOP = 4·heads·head_dim per (query, key) pair, "
+                f"{how}, relative to the best {dtype} GEMM rate")}
         if backward:
             compute["attention_backward_efficiency"] = {"points": [list(p) for p in fit.efficiency_curve(
                 *_width_free_rates(backward, by_width), attn_peak)], "source": (

@@ -78,6 +78,7 @@ def test_cli_exits_1_on_a_miss_and_0_when_all_hold(tmp_path, capsys):
     assert main(["validate", str(miss_dir)]) == 1
     assert "MISS" in capsys.readouterr().out
     assert main(["validate", str(ok_dir)]) == 0
+    assert main(["validate", str(next(miss_dir.glob("*.yaml")))]) == 1  # one case file on its own
 
 
 def test_bad_case_file_is_an_input_error(tmp_path):

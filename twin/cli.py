@@ -82,15 +82,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="a pressure to try (repeatable; default: all built-in ones)")
     sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles")
     validate = sub.add_parser(
-        "validate", help="predicted vs published figures (twin validate [DIR]); --probe: vs a real torch loop here",
+        "validate", help="predicted vs published figures (twin validate [DIR|FILE]); --probe: vs a real torch loop here",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run every case file in DIR (default: the built-in cases of "
+        description="Run every case file in DIR, or the one case FILE (default: the built-in cases of "
         "../shared/validation/PUBLISHED.md A-D) and print predicted vs expected with the error of "
         "each figure, the shape checks, and a summary line. Exit code 1 when any figure is outside "
         "its tolerance. `twin validate --probe [...]` instead runs a small real GRPO loop in torch "
         "on this machine and compares it with the twin (see `twin validate --probe --help`).")
-    validate.add_argument("directory", nargs="?", type=Path, default=None, metavar="DIR",
-                          help="a folder of case YAML files")
+    validate.add_argument("directory", nargs="?", type=Path, default=None, metavar="DIR|FILE",
+                          help="a folder of case YAML files, or one case file")
     validate.add_argument("--json", dest="json_path", metavar="PATH|-", help="also write the figures as JSON")
     validate.add_argument("--implied", action="store_true",
                           help="also, for each source with a fitted parameter, the value every figure implies "

@@ -276,10 +276,15 @@ def all_ok(results: list[SourceResult]) -> bool:
     return all(f.ok for r in results for f in r.figures) and all(ok for r in results for _, _, ok in r.checks)
 
 
-def case_files(directory: Path | None) -> list[Path]:
-    d = directory or builtin_cases_dir()
+def case_files(target: Path | None) -> list[Path]:
+    """The case files to run: ``target`` itself when it is a YAML file, else every ``*.yaml`` in
+    the folder ``target`` (default: the built-in cases)."""
+    d = target or builtin_cases_dir()
+    if d.is_file() and d.suffix in (".yaml", ".yml"):
+        return [d]
     if not d.is_dir():
-        raise InputError("validation directory not found", value=str(d), allowed="a folder of case YAML files")
+        raise InputError("validation cases not found", value=str(d),
+                         allowed="a case YAML file or a folder of them")
     files = sorted(p for p in d.glob("*.yaml"))
     if not files:
         raise InputError("no case files (*.yaml) in the validation directory", value=str(d))

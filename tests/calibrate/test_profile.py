@@ -98,3 +98,26 @@ def test_attention_backward_has_its_own_curve_and_leaves_the_forward_alone(tmp_p
     c = device_profile(target, synthetic_store, "test", "cpu.csv")["compute"]
     assert c["attention_efficiency"]["points"] == before["points"]
     assert c["attention_backward_efficiency"]["points"] == [[2e6, pytest.approx(0.1, rel=1e-2)], [2e8, pytest.approx(0.3, rel=1e-2)]]
+
+
+def test_decode_attention_has_its_own_curve_and_leaves_the_prefill_alone(tmp_path, target, synthetic_store):
+    """Known answer: decode calls at a quarter of the prefill rate (the fixture's prefill rates are 2e10 and
+    6e10 at 1e6 and 1e8 FLOP against a 1e11 fp32 peak); the twin prices a decode call with them."""
+    from calibrate.profile import device_profile
+    from calibrate.store import Row
+    from twin.config.hardware import parse_profile
+    from twin.cost.roofline import attention_time
+
+    before = device_profile(target, synthetic_store, "test", "cpu.csv")["compute"]
+    assert "attention_decode_efficiency" not in before
+    for f, rate in ((1e6, 5e9), (1e8, 1.5e10)):
+        synthetic_store.append(Row(f"attn/dec/{f}", "attention", "decode", "fp32", f, f / rate, rate, 0.0,
+                                   f"batch=1 kv_len={f:g}", 5, target.device_name))
+    data = device_profile(target, synthetic_store, "test", "cpu.csv")
+    c = data["compute"]
+    assert c["attention_efficiency"]["points"] == before["attention_efficiency"]["points"]
+    assert c["attention_decode_efficiency"]["points"] == [[1e6, pytest.approx(0.05, rel=1e-2)],
+                                                          [1e8, pytest.approx(0.15, rel=1e-2)]]
+    gpu = parse_profile(data)
+    prefill, decode = (attention_time(1e8, gpu, "fp32", decode=d) for d in (False, True))
+    assert decode == pytest.approx(4 * prefill, rel=1e-2)

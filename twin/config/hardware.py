@@ -112,6 +112,15 @@ class Compute(Strict):
             "(calibrate fits the two as such a product); absent, the FLOP curve alone."
         ),
     )
+    attention_decode_efficiency: EfficiencyCurve | None = Field(
+        default=None,
+        description=(
+            "Optional. Efficiency of one-query (decode) attention calls by FLOP per call, times "
+            "attention_efficiency_by_head_dim when present, their KV cache read cold: in a model each "
+            "layer reads its own cache once per iteration, so a decode call runs slower than a prefill "
+            "of the same FLOP whose operands were just produced. Absent: attention_efficiency."
+        ),
+    )
     attention_backward_efficiency: EfficiencyCurve | None = Field(
         default=None,
         description=(
@@ -139,9 +148,10 @@ class Compute(Strict):
             eff = eff * self.gemm_efficiency_by_tokens.at_array(np.maximum(tokens, 1.0))
         return eff
 
-    def attention_eff(self, flops_per_call: float, head_dim: float | None = None) -> float:
-        """Efficiency of an attention call of ``flops_per_call`` FLOP over heads ``head_dim`` wide."""
-        curve = self.attention_efficiency or self.gemm_efficiency
+    def attention_eff(self, flops_per_call: float, head_dim: float | None = None, decode: bool = False) -> float:
+        """Efficiency of an attention call of ``flops_per_call`` FLOP over heads ``head_dim`` wide
+        (``decode``: one query per sequence over a KV cache)."""
+        curve = (decode and self.attention_decode_efficiency) or self.attention_efficiency or self.gemm_efficiency
         eff = curve.at(flops_per_call)
         if head_dim is not None and self.attention_efficiency_by_head_dim is not None:
             eff *= self.attention_efficiency_by_head_dim.at(float(head_dim))

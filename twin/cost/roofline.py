@@ -16,12 +16,14 @@ def compute_time(flops: float, profile: DeviceProfile, dtype: str, flops_per_cal
     return flops / (profile.compute.peak(dtype) * eff)
 
 
-def attention_time(flops: float, profile: DeviceProfile, dtype: str, head_dim: float | None = None) -> float:
+def attention_time(flops: float, profile: DeviceProfile, dtype: str, head_dim: float | None = None,
+                   decode: bool = False) -> float:
     """Seconds of ``flops`` of attention in one call (efficiency read at that call's size and,
-    when the profile has a head-width curve and ``head_dim`` is given, at the heads' width)."""
+    when the profile has a head-width curve and ``head_dim`` is given, at the heads' width;
+    ``decode``: a one-query call over a KV cache, at the profile's decode curve when it has one)."""
     if flops <= 0:
         return 0.0
-    return flops / (profile.compute.peak(dtype) * profile.compute.attention_eff(flops, head_dim))
+    return flops / (profile.compute.peak(dtype) * profile.compute.attention_eff(flops, head_dim, decode))
 
 
 def attention_backward_time(forward_flops: float, profile: DeviceProfile, dtype: str,
