@@ -11,8 +11,8 @@ read by the twin with linear interpolation in log(size). It is fitted in four st
    the curve non-decreasing (compute: bigger operations amortise fixed costs better) or
    unimodal (memory on a CPU: small copies pay the call, mid sizes run from cache, large
    ones from DRAM, so the curve rises and then falls);
-4. points the log-linear interpolation already reproduces within ``tolerance`` are dropped,
-   leaving at most ``max_points``; the smallest size measured always stays, since the twin
+4. points the log-linear interpolation already reproduces within ``tolerance`` (relative)
+   are dropped, leaving at most ``max_points``; the smallest size measured always stays, since the twin
    prices anything smaller at that call's time (a flat curve, such as a CPU sampler's near
    0.002, would otherwise keep one point at an arbitrary size and price a 4 KiB call like a
    1 MiB one).
@@ -90,10 +90,12 @@ def interp_log(sizes, values, at) -> np.ndarray:
     return np.interp(np.log(np.asarray(at, dtype=np.float64)), np.log(sizes), values)
 
 
-def simplify(sizes, values, max_points: int = 8, tolerance: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
-    """Drop points the others reproduce within ``tolerance`` (absolute efficiency); then, while
-    more than ``max_points`` remain, drop the one whose loss changes the curve least. The first
-    point (the smallest size) is kept: below it the twin charges that call's time."""
+def simplify(sizes, values, max_points: int = 8, tolerance: float = 0.02) -> tuple[np.ndarray, np.ndarray]:
+    """Drop points the others reproduce within ``tolerance`` (relative: a call's time is
+    inversely proportional to its efficiency, so this bounds the error of a priced call, on a
+    curve near 0.002 as on one near 0.8); then, while more than ``max_points`` remain, drop
+    the one whose loss changes the curve least. The first point (the smallest size) is kept:
+    below it the twin charges that call's time."""
     s = list(np.asarray(sizes, dtype=np.float64))
     v = list(np.asarray(values, dtype=np.float64))
     full_s, full_v = np.array(s), np.array(v)
@@ -101,7 +103,7 @@ def simplify(sizes, values, max_points: int = 8, tolerance: float = 0.01) -> tup
     def error_without(i: int) -> float:
         ks = s[:i] + s[i + 1:]
         kv = v[:i] + v[i + 1:]
-        return float(np.abs(interp_log(ks, kv, full_s) - full_v).max())
+        return float((np.abs(interp_log(ks, kv, full_s) - full_v) / full_v).max())
 
     while len(s) > 1:
         errors = [error_without(i) for i in range(1, len(s))]
@@ -119,7 +121,7 @@ def efficiency_curve(
     shape: Shape = "increasing",
     max_points: int = 8,
     bin_factor: float = 1.5,
-    tolerance: float = 0.01,
+    tolerance: float = 0.02,
 ) -> list[tuple[float, float]]:
     """(size, efficiency) points for a profile from measured (size, rate) pairs and a peak."""
     if peak <= 0 or len(sizes) == 0:
