@@ -80,6 +80,8 @@ def _run(args, argv: list[str]) -> int:
     from calibrate.suites import attention, collectives, host_copy, matmul, memory, overhead
     from calibrate.timing import FULL, QUICK, Clock
 
+    env.keep_freed_memory()  # as the probe runs (calibrate.env)
+
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     target = env.detect(device)
     out = args.out or Path("calibration") / f"{target.name}.yaml"

@@ -96,6 +96,9 @@ def run_probe(cfg: ProbeConfig, progress=None, device: str = "cpu") -> ProbeResu
     from calibrate.probe.model import Decoder
     from calibrate.probe.reward import RewardPool
 
+    from calibrate.env import keep_freed_memory
+
+    keep_freed_memory()  # host memory reused as a caching allocator reuses it (see its docstring)
     if cfg.engine not in ("static", "continuous"):
         raise ValueError(f"engine must be static or continuous, not {cfg.engine!r}")
     if device.startswith("cuda") and not torch.cuda.is_available():

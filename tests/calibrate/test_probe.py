@@ -174,3 +174,15 @@ def test_render_says_when_the_machine_changed_since_calibration():
                          dispatch_s={"calibrated": 1e-3, "before": 1.2e-3, "after": 1.0e-3})
     assert "machine changed" not in render([steady])
     assert "machine changed" in render([drifted])
+
+
+def test_the_host_allocator_keeps_freed_memory_on_glibc():
+    """Linux + glibc: mallopt takes the settings (the probe and calibration rely on it)."""
+    import platform
+    import sys
+
+    from calibrate.env import keep_freed_memory
+
+    if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc only")
+    assert keep_freed_memory()
