@@ -34,6 +34,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from calibrate.probe.learner import computed_positions
 from calibrate.probe.loop import PHASES, ProbeConfig
 from calibrate.probe.opcount import op_count
 from calibrate.probe.schedule import continuous_schedule, static_schedule
@@ -45,7 +46,7 @@ def probe_scenario(cfg: ProbeConfig, profile_path: Path, padded: int | None = No
     from twin.config.load import load_scenario
 
     rows = cfg.rows
-    padded = padded or cfg.prompt_len + cfg.response_max - 1
+    padded = padded or computed_positions(cfg.prompt_len, cfg.response_max)
     micro_rows = cfg.micro_rows or rows
     slots = cfg.slots if cfg.engine == "continuous" else rows
     data = {
@@ -159,7 +160,7 @@ class ProbePredictor:
         from twin.cost.phases import reward_bound
 
         cfg = self.cfg
-        longest = cfg.prompt_len + max(targets) - 1
+        longest = computed_positions(cfg.prompt_len, max(targets))
         s = probe_scenario(cfg, self.profile_path, padded=longest)  # micro-batches of this step's length
         padded = np.full(cfg.rows, float(longest))  # what the learner computes
         micro = -(-cfg.rows // (cfg.micro_rows or cfg.rows))

@@ -186,3 +186,14 @@ def test_the_host_allocator_keeps_freed_memory_on_glibc():
     if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
         pytest.skip("glibc only")
     assert keep_freed_memory()
+
+
+def test_the_learner_pads_positions_to_a_multiple_of_8():
+    from calibrate.probe.learner import computed_positions, pack
+
+    assert [computed_positions(32, n) for n in (1, 8, 9, 64)] == [32, 40, 40, 96]
+    prompts = torch.zeros(2, 5, dtype=torch.long)
+    tokens, mask = pack(prompts, [[1, 2, 3], [4]])
+    assert tokens.shape == (2, 9) and mask.shape == (2, 8)  # 5 + 3 − 1 = 7 positions, padded to 8
+    assert mask.sum() == 4  # the response targets only
+    assert tokens[0, 5:8].tolist() == [1, 2, 3] and tokens[0, 8] == 0
