@@ -26,6 +26,7 @@ def test_metric_lookup():
     assert metric(report, "step_time_s") == 3.0
     assert metric(report, "generation") == 2.0
     assert metric(report, "throughput.tokens_per_s") == 9.0
+    assert metric(report, "step_time_s + generation") == 5.0
     with pytest.raises(KeyError):
         metric(report, "throughput.nothing")
 
@@ -108,3 +109,16 @@ def test_each_figure_implies_its_own_value_of_the_fit_parameter(tmp_path, capsys
     assert not unreachable.bracketed and unreachable.value == pytest.approx(1e9, rel=1e-3)
     assert main(["validate", str(tmp_path), "--implied"]) == 1  # the 1e4 s figure misses
     assert "implied by each figure alone" in capsys.readouterr().out
+
+
+def test_nemo_rl_step_totals_use_the_compute_share_fitted_on_its_phase_breakdown():
+    """B borrows cluster.compute_scale from B2's fit (same framework, same GPUs); if the learner
+    model changes, the fit moves and B's copy must follow."""
+    from twin.validate import builtin_cases_dir, fit_parameter
+
+    cases = builtin_cases_dir()
+    name, fitted = fit_parameter(load_source(cases / "B2-nemo-rl-v03-breakdown.yaml"),
+                                 cases / "B2-nemo-rl-v03-breakdown.yaml")
+    assert name == "cluster.compute_scale"
+    borrowed = load_source(cases / "B-nemo-rl-grpo-h100.yaml").base["cluster"]["compute_scale"]
+    assert borrowed == pytest.approx(fitted, rel=0.005)

@@ -102,8 +102,11 @@ def load_source(path: Path) -> Source:
 
 
 def metric(report: dict[str, Any], name: str) -> float:
-    """A figure of a run report by name: a top-level number, a phase of the breakdown, or a
-    dotted path (``throughput.tokens_per_s_per_gpu``, ``counters.weight_sync_s``)."""
+    """A figure of a run report by name: a top-level number, a phase of the breakdown, a
+    dotted path (``throughput.tokens_per_s_per_gpu``, ``counters.weight_sync_s``), or a sum of
+    these joined by ``+`` (``old_logprob+reference``, where a source times two phases as one)."""
+    if "+" in name:
+        return sum(metric(report, part.strip()) for part in name.split("+"))
     if name in report and isinstance(report[name], (int, float)):
         return float(report[name])
     if name in report["breakdown"]:

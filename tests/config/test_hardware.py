@@ -62,3 +62,19 @@ def test_parse_profile_picks_the_class_by_kind():
     prof = parse_profile({"kind": "host", "name": "h", "provenance": {"source": "assumed", "reference": "r"},
                           "cpu_cores": 4, "memory_bytes": 1e9})
     assert prof.cpu_cores == 4
+
+
+def test_compute_scale_multiplies_the_compute_curves_and_nothing_else():
+    from twin.config.load import load_scenario
+    from twin.cost.roofline import attention_time, compute_time, memory_time
+
+    base = load_scenario("grpo-7b-colocated")
+    half = load_scenario("grpo-7b-colocated", ["cluster.compute_scale=0.5"])
+    g0, g1 = base.cluster.gpu, half.cluster.gpu
+    assert g1.name.endswith("× 0.5 compute") and g0.name == "h100-sxm"  # the shared profile untouched
+    flops = 1e12
+    assert compute_time(flops, g1, "bf16", 1e10, 4096) == pytest.approx(2 * compute_time(flops, g0, "bf16", 1e10, 4096))
+    assert attention_time(1e9, g1, "bf16") == pytest.approx(2 * attention_time(1e9, g0, "bf16"))
+    assert memory_time(1e9, g1) == memory_time(1e9, g0)
+    with pytest.raises(InputError, match="compute_scale"):
+        load_scenario("grpo-7b-colocated", ["cluster.compute_scale=1.5"])

@@ -82,6 +82,11 @@ class EfficiencyCurve(Strict):
     def best(self) -> float:
         return max(e for _, e in self.points)
 
+    def scaled(self, factor: float, why: str) -> "EfficiencyCurve":
+        """Every efficiency × ``factor`` (capped at 1), the reason appended to the source."""
+        return EfficiencyCurve(points=[(s, min(1.0, e * factor)) for s, e in self.points],
+                               source=f"{self.source} [× {factor:.4g}: {why}]")
+
 
 class Compute(Strict):
     peak_flops: dict[Dtype, Annotated[float, Field(gt=0)]] = Field(
@@ -234,6 +239,18 @@ class DeviceProfile(Strict):
     host_link: str | None = Field(
         default=None, description="Link profile for host<->device copies (offload)."
     )
+
+    def with_compute_scaled(self, factor: float) -> "DeviceProfile":
+        """This profile with its absolute compute curves (GEMM, attention forward, decode and
+        backward) × ``factor``; the relative curves (by token rows, by head width) and memory
+        unchanged. The name says so, so reports show which profile priced a run."""
+        why = "cluster.compute_scale"
+        c = self.compute
+        scaled = {k: getattr(c, k).scaled(factor, why) for k in (
+            "gemm_efficiency", "attention_efficiency", "attention_decode_efficiency",
+            "attention_backward_efficiency") if getattr(c, k) is not None}
+        return self.model_copy(update={"name": f"{self.name} × {factor:.3g} compute",
+                                       "compute": c.model_copy(update=scaled)})
 
 
 class LinkProfile(Strict):

@@ -66,11 +66,26 @@ class Cluster(Strict):
     host_cpu_cores: int | None = Field(
         default=None, ge=1, description="CPU cores per node; defaults to the host profile's."
     )
+    compute_scale: float = Field(
+        default=1.0, gt=0, le=1,
+        description=(
+            "Multiplies the GPU profile's compute efficiencies (GEMM and attention curves): the share "
+            "of the profile's kernel rates your framework reaches end to end (launch gaps, unfused "
+            "ops, synchronisation). 1: the kernels' rates. Fit it on one phase of one of your runs "
+            "(`twin validate` case files can), then predict the others."
+        ),
+    )
 
     _gpu = _profile(("gpu", "cpu"), "cluster.gpu")
     _host = _profile(("host",), "cluster.host")
     _intra = _profile(("link",), "cluster.intra_node_link")
     _inter = _profile(("link",), "cluster.inter_node_link")
+
+    @model_validator(mode="after")
+    def _scale_compute(self) -> "Cluster":
+        if self.compute_scale != 1.0:
+            _fill(self, {"gpu": self.gpu.with_compute_scaled(self.compute_scale)})
+        return self
 
     @property
     def total_gpus(self) -> int:
