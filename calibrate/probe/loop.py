@@ -91,12 +91,11 @@ def run_probe(cfg: ProbeConfig, progress=None, device: str = "cpu") -> ProbeResu
     """Run ``cfg`` on ``device`` and time its phases (wall clock after synchronising the device)."""
     import torch
 
+    from calibrate.env import keep_freed_memory
     from calibrate.probe.engine import generate_continuous, generate_static
     from calibrate.probe.learner import Learner, group_advantages, pack
     from calibrate.probe.model import Decoder
     from calibrate.probe.reward import RewardPool
-
-    from calibrate.env import keep_freed_memory
 
     keep_freed_memory()  # host memory reused as a caching allocator reuses it (see its docstring)
     if cfg.engine not in ("static", "continuous"):
