@@ -84,8 +84,10 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
             "alone.")}
     measured = [r for r in store.select("attention") if r.seconds > 0]
     forward = [r for r in measured if r.op != "backward"]
-    prefill = [r for r in forward if r.op != "decode"] or forward  # a store of decode calls alone: one curve
-    decode = [r for r in forward if r.op == "decode" and prefill is not forward]
+    prefill = [r for r in forward if r.op != "decode"]
+    decode = [r for r in forward if r.op == "decode"]
+    if not prefill:  # a store of decode calls alone: they make the one curve
+        prefill, decode = decode, []
     backward = [r for r in measured if r.op == "backward"]
     if forward:
         dtype = forward[0].dtype
