@@ -230,8 +230,8 @@ def validate_source(path: Path, progress=None) -> SourceResult:
                 predicted = metric(report, name)
             except KeyError:
                 raise InputError("unknown metric", file=path, field=f"cases[{case.name}].expected",
-                                 value=name, allowed="step_time_s, a breakdown phase, or a dotted "
-                                 "report path such as throughput.tokens_per_s") from None
+                                 value=name, allowed="step_time_s, a breakdown phase, a dotted report "
+                                 "path such as throughput.tokens_per_s, or a sum of these joined by +") from None
             is_fit = bool(source.fit and source.fit.case == case.name and source.fit.metric == name)
             result.figures.append(Figure(source.source, case.name, name, predicted, expected,
                                          source.tolerance, is_fit))
