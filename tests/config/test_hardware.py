@@ -78,3 +78,18 @@ def test_compute_scale_multiplies_the_compute_curves_and_nothing_else():
     assert memory_time(1e9, g1) == memory_time(1e9, g0)
     with pytest.raises(InputError, match="compute_scale"):
         load_scenario("grpo-7b-colocated", ["cluster.compute_scale=1.5"])
+
+
+def test_a_scaled_scenario_round_trips_through_its_dump_scaled_once():
+    """The verdict re-simulates pressures from ``model_dump``: the dump holds the profile as given
+    and compute_scale beside it, so a reload scales once; overriding the scale rescales from it."""
+    from twin.config.load import apply_overrides, load_scenario
+
+    s = load_scenario("grpo-7b-colocated", ["cluster.compute_scale=0.5"])
+    data = s.model_dump(mode="json")
+    again = load_scenario(data)
+    assert again.cluster.gpu.compute.gemm_efficiency.points == s.cluster.gpu.compute.gemm_efficiency.points
+    quarter = load_scenario(apply_overrides(data, {"cluster.compute_scale": 0.25}))
+    base = load_scenario("grpo-7b-colocated")
+    assert quarter.cluster.gpu.compute.gemm_efficiency.at(1e12) == pytest.approx(
+        0.25 * base.cluster.gpu.compute.gemm_efficiency.at(1e12))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import numpy as np
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, field_serializer, field_validator, model_validator
 
 from twin.config.distributions import Component, Distribution, Fixed, Mixture
 from twin.config.hardware import DeviceProfile, HostProfile, LinkProfile, Strict
@@ -81,11 +81,20 @@ class Cluster(Strict):
     _intra = _profile(("link",), "cluster.intra_node_link")
     _inter = _profile(("link",), "cluster.inter_node_link")
 
+    _unscaled_gpu: DeviceProfile | None = PrivateAttr(default=None)
+
     @model_validator(mode="after")
     def _scale_compute(self) -> "Cluster":
         if self.compute_scale != 1.0:
+            self._unscaled_gpu = self.gpu
             _fill(self, {"gpu": self.gpu.with_compute_scaled(self.compute_scale)})
         return self
+
+    @field_serializer("gpu")
+    def _dump_unscaled_gpu(self, gpu: DeviceProfile) -> DeviceProfile:
+        """A dump holds the profile as given and ``compute_scale`` beside it, so that reloading
+        it (the verdict's re-simulations do) scales once, not twice."""
+        return self._unscaled_gpu or gpu
 
     @property
     def total_gpus(self) -> int:
