@@ -160,7 +160,16 @@ def render(comparisons: list[Comparison]) -> str:
             if max(abs(x) for x in drift) > DRIFT_NOTICE:
                 lines.append(f"{'':20s}    the machine changed since calibration: part of this error is the "
                              "machine's (this check moved less than generation did when both were timed)")
+    lines.append(summary(comparisons))
     return "\n".join(lines)
+
+
+def summary(comparisons: list[Comparison]) -> str:
+    """One line: configurations inside every tolerance, and the worst step error."""
+    ok = sum(c.ok for c in comparisons)
+    worst = max(comparisons, key=lambda c: abs(c.error("step")))
+    return (f"validate --probe: {ok}/{len(comparisons)} configurations within tolerance (step ±{STEP_TOLERANCE:.0%}, "
+            f"each phase ±{PHASE_TOLERANCE:.0%}); worst step {worst.error('step'):+.1%} {worst.config}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -197,3 +197,14 @@ def test_the_learner_pads_positions_to_a_multiple_of_8():
     assert tokens.shape == (2, 9) and mask.shape == (2, 8)  # 5 + 3 − 1 = 7 positions, padded to 8
     assert mask.sum() == 4  # the response targets only
     assert tokens[0, 5:8].tolist() == [1, 2, 3] and tokens[0, 8] == 0
+
+
+def test_the_probe_report_ends_with_a_summary_line():
+    from calibrate.validate_probe import compare, render
+
+    phases = ("generation", "reward", "old_logprob", "reference", "update_actor", "step")
+    good = compare("good", {p: 1.0 for p in phases}, {p: 1.05 for p in phases})
+    bad = compare("bad", {p: 1.0 for p in phases}, {p: 1.25 for p in phases})  # step −20%: a miss
+    last = render([good, bad]).splitlines()[-1]
+    assert last.startswith("validate --probe: 1/2 configurations within tolerance")
+    assert last.endswith("worst step -20.0% bad")
