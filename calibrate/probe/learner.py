@@ -16,7 +16,6 @@ import torch
 
 from calibrate.probe.model import Decoder
 
-
 PAD_MULTIPLE = 8  # positions per sequence rounded up to this, as HF collators' pad_to_multiple_of=8
 
 

@@ -82,7 +82,7 @@ class EfficiencyCurve(Strict):
     def best(self) -> float:
         return max(e for _, e in self.points)
 
-    def scaled(self, factor: float, why: str) -> "EfficiencyCurve":
+    def scaled(self, factor: float, why: str) -> EfficiencyCurve:
         """Every efficiency × ``factor`` (capped at 1), the reason appended to the source."""
         return EfficiencyCurve(points=[(s, min(1.0, e * factor)) for s, e in self.points],
                                source=f"{self.source} [× {factor:.4g}: {why}]")
@@ -240,7 +240,7 @@ class DeviceProfile(Strict):
         default=None, description="Link profile for host<->device copies (offload)."
     )
 
-    def with_compute_scaled(self, factor: float) -> "DeviceProfile":
+    def with_compute_scaled(self, factor: float) -> DeviceProfile:
         """This profile with its absolute compute curves (GEMM, attention forward, decode and
         backward) × ``factor``; the relative curves (by token rows, by head width) and memory
         unchanged. The name says so, so reports show which profile priced a run."""

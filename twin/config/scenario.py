@@ -84,7 +84,7 @@ class Cluster(Strict):
     _unscaled_gpu: DeviceProfile | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
-    def _scale_compute(self) -> "Cluster":
+    def _scale_compute(self) -> Cluster:
         if self.compute_scale != 1.0:
             self._unscaled_gpu = self.gpu
             _fill(self, {"gpu": self.gpu.with_compute_scaled(self.compute_scale)})
@@ -128,7 +128,7 @@ class RolloutPlacement(Strict):
     router: Literal["round_robin", "least_loaded"] = "least_loaded"
 
     @model_validator(mode="after")
-    def _budget_holds_a_decode_batch(self) -> "RolloutPlacement":
+    def _budget_holds_a_decode_batch(self) -> RolloutPlacement:
         if self.max_num_batched_tokens < self.max_num_seqs:  # vLLM refuses this too
             raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be at least "
                              f"max_num_seqs ({self.max_num_seqs})")
@@ -203,7 +203,7 @@ class Algorithm(Strict):
     dynamic_sampling: DynamicSampling = Field(default_factory=DynamicSampling)
 
     @model_validator(mode="after")
-    def _algorithm_defaults(self) -> "Algorithm":
+    def _algorithm_defaults(self) -> Algorithm:
         updates: dict = {}
         if self.reference is None:
             updates["reference"] = self.name != "dapo"
@@ -363,7 +363,7 @@ class Scenario(Strict):
     _m = _model("model")
 
     @model_validator(mode="after")
-    def _place(self) -> "Scenario":
+    def _place(self) -> Scenario:
         """Fill GPU counts by mode and check that the pools fit the cluster."""
         total, p = self.cluster.total_gpus, self.placement
         rm = p.reward_model_gpus
