@@ -121,3 +121,27 @@ def test_one_micro_batch_gains_nothing_from_pipeline_stages():
     tokens, pairs = 4096.0, 4096.0 * 4097 / 2
     one = rank_compute_time(_pp_scenario(1), tokens, pairs, "score")
     assert rank_compute_time(_pp_scenario(8), tokens, pairs, "score") == pytest.approx(one, rel=1e-9)
+
+
+def test_tensor_parallel_all_reduces_are_priced_per_block_direction_and_micro_batch():
+    """Two all-reduces of a micro-batch's hidden states per layer and direction, a stage running
+    its 1/pp of the layers; none without TP; the update pays forward, recomputed forward and
+    backward."""
+    from twin.cost.collectives import Topology
+    from twin.cost.learner import tensor_parallel_time
+
+    base = {"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 8},
+            "placement": {"mode": "disaggregated", "rollout": {"gpus": 4},
+                          "trainer": {"gpus": 4, "micro_batch_tokens": 4096, "recompute": True}}}
+    tp1 = load_scenario(base)
+    tp4 = load_scenario(base, {"placement.trainer.tp": 4})
+    tp2pp2 = load_scenario(base, {"placement.trainer.tp": 2, "placement.trainer.pp": 2})
+    topo = Topology.of(tp4.cluster)
+    assert tensor_parallel_time(tp1, topo, 8192.0, "train") == 0.0
+    score = tensor_parallel_time(tp4, topo, 8192.0, "score")
+    assert tensor_parallel_time(tp4, topo, 8192.0, "train") == pytest.approx(3 * score)
+    arch = tp4.model
+    one = topo.collective_time("all_reduce", 4096 * arch.hidden_size * arch.bytes_per_param, topo.gpus(0, 4))
+    assert score == pytest.approx(2 * arch.num_layers * 2 * one)  # two blocks per layer, two micro-batches
+    two = topo.collective_time("all_reduce", 4096 * arch.hidden_size * arch.bytes_per_param, topo.gpus(0, 2))
+    assert tensor_parallel_time(tp2pp2, topo, 8192.0, "score") == pytest.approx(2 * arch.num_layers / 2 * 2 * two)

@@ -22,6 +22,8 @@ Compute is the sum of three kinds of kernels that run one after another:
 With pipeline parallelism each DP rank is a pipeline of ``pp`` stages, each holding 1/pp of
 the layers; a pass of m micro-batches takes m + pp − 1 stage slots (fill and drain, once per
 pass: the update's mini-batches each end in an optimizer step, which flushes the pipeline).
+Tensor parallelism adds two all-reduces per layer and direction, Ulysses sequence
+parallelism its all-to-alls; neither overlaps with compute.
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ def _pass_time(scenario: Scenario, seqs: np.ndarray, flop_factor: float, gathers
     kind = "score" if flop_factor == 1.0 else "train"
     topo = Topology.of(scenario.cluster)
     compute = np.array([rank_compute_time(scenario, float(n), float(p), kind, t.kernels)
-                        + ulysses_time(scenario, topo, float(n), kind) for n, p in zip(tokens, pairs)])
+                        + ulysses_time(scenario, topo, float(n), kind)
+                        + tensor_parallel_time(scenario, topo, float(n), kind) for n, p in zip(tokens, pairs)])
     shards = scenario.trainer_shards
     if t.zero_stage < 3 or shards == 1:
         return float(compute.max())
@@ -156,6 +159,26 @@ def ulysses_time(scenario: Scenario, topo: Topology, tokens: float, kind: str) -
     per_layer = (topo.collective_time("all_to_all", tokens * (q_width + kv_width) * per_token, group)
                  + topo.collective_time("all_to_all", tokens * q_width * per_token, group))
     return directions * arch.num_layers / t.pp * per_layer
+
+
+def tensor_parallel_time(scenario: Scenario, topo: Topology, tokens: float, kind: str) -> float:
+    """All-reduce seconds of Megatron tensor parallelism for a GPU holding ``tokens`` tokens.
+
+    A layer's attention and MLP blocks each end in a row-parallel GEMM whose partial outputs
+    the tp ranks sum: one all-reduce of the micro-batch's hidden states per block in every
+    forward, one of the input gradients per block in the backward (Shoeybi et al. 2019,
+    Megatron-LM §3; sequence parallelism turns each into a reduce-scatter and an all-gather
+    of the same bytes, Korthikanti et al. 2022). They sit between dependent GEMMs, so they
+    do not overlap with compute; a stage runs its 1/pp of the layers. Zero without TP."""
+    t, arch = scenario.placement.trainer, scenario.model
+    if t.tp == 1 or tokens <= 0:
+        return 0.0
+    forwards = 1 if kind == "score" else (2 if t.recompute else 1)
+    directions = forwards + (1 if kind == "train" else 0)
+    micro = max(1.0, float(np.ceil(tokens / t.micro_batch_tokens)))
+    hidden_bytes = tokens / micro * arch.hidden_size * arch.bytes_per_param
+    per_block = topo.collective_time("all_reduce", hidden_bytes, topo.gpus(0, t.tp))
+    return directions * 2 * arch.num_layers / t.pp * micro * per_block
 
 
 def forward_pass_time(scenario: Scenario, seqs: np.ndarray) -> float:
