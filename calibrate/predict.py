@@ -6,7 +6,7 @@ workers and latency), and each phase is priced with the twin's own cost function
 
 * generation: the engine's schedule (calibrate.probe.schedule) replayed through the
   per-iteration formula and tables of ``twin.cost.engine.engine_costs`` —
-  ``overhead + max(linear + attention, weights + KV)`` — with one correction: attention is
+  ``overhead + max(linear, weights) + max(attention, KV)`` — with one correction: attention is
   priced at the profile's attention efficiency *at the size of the call* rather than at the
   curve's best (engine.py's ``attn_s_per_pair``), a decode iteration's calls at the profile's
   decode curve (KV cache read cold). A decode attention call is small and far below the
@@ -149,11 +149,11 @@ class ProbePredictor:
         per_call = arch.attention_flops_per_token_pair / arch.num_layers * it.pairs
         attention = arch.num_layers * attention_time(per_call, self.scenario.cluster.gpu, arch.dtype,
                                                      tf.attention_head_dim(arch), decode=it.kind == "decode")
-        compute = c.linear_s[n] + attention
-        memory = c.weights_s[n] + c.kv_s_per_token * it.kv_tokens
+        device = (c.comm_s[n] + max(c.linear_s[n], c.weights_s[n])
+                  + max(attention, c.kv_s_per_token * it.kv_tokens))
         if self.asynchronous:  # per_iteration_s is host time too: the fixed part of the dispatch
-            return max(c.comm_s[n] + max(compute, memory), c.overhead_s + self.host[it.kind])
-        return c.overhead_s + c.comm_s[n] + max(compute, memory) + self.host[it.kind]
+            return max(device, c.overhead_s + self.host[it.kind])
+        return c.overhead_s + device + self.host[it.kind]
 
     def step(self, targets: list[int]) -> Prediction:
         from twin.cost.learner import forward_pass_time, update_time

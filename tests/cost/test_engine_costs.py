@@ -39,3 +39,15 @@ def test_tensor_parallel_splits_weights_and_adds_all_reduces():
     assert c1.comm_s[1] == pytest.approx(c1.elementwise_s[1]) and c1.elementwise_s[1] > 0
     assert c4.comm_s[1] - c4.elementwise_s[1] > 0
     assert c4.kv_capacity_tokens > c1.kv_capacity_tokens
+
+
+def test_kv_cache_read_adds_to_compute_bound_gemms():
+    """GEMMs and attention are separate kernels on one stream: at a batch where the GEMMs are
+    compute-bound, a decode iteration's KV-cache read still adds its own time."""
+    costs = engine_costs(load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpu": "h20"}}))
+    n = 512
+    assert costs.linear_s[n] > costs.weights_s[n]  # H20: 148 TFLOP/s for 4 TB/s
+    context = n * 2_000
+    read = costs.kv_s_per_token * context
+    assert read > costs.attn_s_per_pair * (context + n)  # decode attention is memory-bound
+    assert costs.decode_time(n, context) - costs.decode_time(n, 0) == pytest.approx(read, rel=1e-3)

@@ -2,10 +2,14 @@
 
 An iteration processes ``n`` tokens (one per decoding sequence plus any prefill chunk),
 ``pairs`` attention (query, key) pairs and reads ``kv_tokens`` tokens of KV cache. On an
-engine of ``tp`` GPUs its time is the roofline of the two paths plus fixed costs::
+engine of ``tp`` GPUs its time is a roofline per kind of kernel plus fixed costs::
 
-    t = overhead + comm[n] + max(linear[n] + attn_per_pair·pairs,    # compute path
-                                 weights[n] + kv_per_token·kv_tokens)  # memory path
+    t = overhead + comm[n] + max(linear[n], weights[n])                      # the GEMMs
+                           + max(attn_per_pair·pairs, kv_per_token·kv_tokens)  # attention
+
+The GEMMs and the attention kernels run one after the other on the GPU's stream, so each is
+bounded by its own roofline and their times add: a decode GEMM of a large batch that is
+compute-bound does not hide the attention kernel's KV-cache read that follows it.
 
 ``comm[n]`` holds the terms that run *serially* with the roofline: the TP all-reduces and
 the element-wise kernels (norms, rotary, SiLU·mul, residual adds, the KV-cache write, the
@@ -58,9 +62,9 @@ class EngineCosts:
         if n <= 0:
             return 0.0
         n = min(n, len(self.linear_s) - 1)
-        compute = self.linear_s[n] + self.attn_s_per_pair * pairs
-        memory = self.weights_s[n] + self.kv_s_per_token * kv_tokens
-        return self.overhead_s + self.comm_s[n] + max(compute, memory)
+        gemms = max(self.linear_s[n], self.weights_s[n])
+        attention = max(self.attn_s_per_pair * pairs, self.kv_s_per_token * kv_tokens)
+        return self.overhead_s + self.comm_s[n] + gemms + attention
 
     def decode_time(self, batch: int, context_tokens: float) -> float:
         """One decode iteration of ``batch`` sequences holding ``context_tokens`` in total."""

@@ -2,12 +2,12 @@
 
 One iteration costs (the formula of :mod:`twin.cost.engine`)::
 
-    t(n, pairs, kv) = overhead + comm[n] + max(linear[n] + attn·pairs, weights[n] + kvs·kv)
+    t(n, pairs, kv) = overhead + comm[n] + max(linear[n], weights[n]) + max(attn·pairs, kvs·kv)
 
 While a batch of ``n`` decoding sequences keeps its composition, iteration ``j`` has
-``kv = ctx + n·j`` context tokens and ``pairs = kv + n`` attention pairs, so both paths are
-linear in ``j`` and the time of ``k`` iterations is two arithmetic series split where the
-lines cross. "Skip events, not tokens": everything here is O(1) or O(log k) per call.
+``kv = ctx + n·j`` context tokens and ``pairs = kv + n`` attention pairs: the GEMMs' term is
+constant, attention's two paths are linear in ``j``, and the time of ``k`` iterations is
+two arithmetic series split where the lines cross. "Skip events, not tokens": everything here is O(1) or O(log k) per call.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ def iteration_time(tab, cf, n, pairs, kv):
     last = tab.shape[1] - 1
     if n > last:
         n = last
-    compute = tab[LINEAR, n] + cf[ATTN_PER_PAIR] * pairs
-    memory = tab[WEIGHTS, n] + cf[KV_PER_TOKEN] * kv
-    return cf[OVERHEAD] + tab[COMM, n] + max(compute, memory)
+    gemms = max(tab[LINEAR, n], tab[WEIGHTS, n])
+    attention = max(cf[ATTN_PER_PAIR] * pairs, cf[KV_PER_TOKEN] * kv)
+    return cf[OVERHEAD] + tab[COMM, n] + gemms + attention
 
 
 @njit
@@ -47,10 +47,10 @@ def decode_run_time(tab, cf, n, ctx, k):
     if k <= 0 or n <= 0:
         return 0.0
     nn = min(n, tab.shape[1] - 1)
-    base = cf[OVERHEAD] + tab[COMM, nn]
-    a_c = tab[LINEAR, nn] + cf[ATTN_PER_PAIR] * float(ctx + n)
+    base = cf[OVERHEAD] + tab[COMM, nn] + max(tab[LINEAR, nn], tab[WEIGHTS, nn])
+    a_c = cf[ATTN_PER_PAIR] * float(ctx + n)  # attention: compute path ...
     b_c = cf[ATTN_PER_PAIR] * float(n)
-    a_m = tab[WEIGHTS, nn] + cf[KV_PER_TOKEN] * float(ctx)
+    a_m = cf[KV_PER_TOKEN] * float(ctx)  # ... and its KV-cache read
     b_m = cf[KV_PER_TOKEN] * float(n)
     d0 = a_c - a_m
     db = b_c - b_m
