@@ -80,29 +80,51 @@ def test_bus_factors_follow_nccl_tests():
     assert fit.bus_factor("broadcast", 2) == 1.0
 
 
-def test_gemm_tokens_curve_recovers_a_weight_streaming_law(tmp_path):
-    """rate = peak · M/(M + 16) · F/(F + 1e5): the token-rows curve holds the M part, the FLOP
-    curve the per-call part, and their product reproduces each measurement."""
-    from calibrate.profile import _gemm_tokens, gemm_tokens_curve
+def _law_rows(shapes, peak):
+    """Matmul rows whose rate follows peak · M/(M + 16) · F/(F + 1e5) (F: FLOP per call)."""
     from calibrate.store import Row
 
-    peak, rows = 1e11, []
-    for h in (256, 1024, 4096):
-        for m in (1, 8, 64, 512, 4096):
-            for name, mm, k, n in (("out", m, h, h), ("down", m, 3 * h, h)):
-                f = 2.0 * mm * k * n
-                rate = peak * m / (m + 16) * f / (f + 1e5)
-                rows.append(Row(f"{name}/{h}/{m}", "matmul", name, "fp32", f, f / rate, rate, 0.0,
-                                f"m={mm} k={k} n={n} hidden={h}", 5, "t"))
-    curve = gemm_tokens_curve(rows, peak)
-    from calibrate.fit import interp_log
+    rows = []
+    for name, m, k, n in shapes:
+        f = 2.0 * m * k * n
+        rate = peak * m / (m + 16) * f / (f + 1e5)
+        rows.append(Row(f"{name}/{m}/{k}/{n}", "matmul", name, "fp32", f, f / rate, rate, 0.0,
+                        f"m={m} k={k} n={n}", 5, "t"))
+    return rows
 
-    ms = [p[0] for p in curve]
-    effs = [p[1] for p in curve]
-    for m in (1, 8, 64, 512):
+
+def _assert_recovers_the_law(rows, peak):
+    from calibrate.fit import interp_log
+    from calibrate.profile import gemm_curves
+
+    gemm, by_tokens, _ = gemm_curves(rows, peak)
+    ms, effs = [p[0] for p in by_tokens], [p[1] for p in by_tokens]
+    for m in sorted({float(r.params.split()[0][2:]) for r in rows})[:-1]:
         expected = (m / (m + 16)) / (4096 / (4096 + 16))
         assert interp_log(ms, effs, m) == pytest.approx(expected, rel=0.05)
+    fs, fe = [p[0] for p in gemm], [p[1] for p in gemm]
+    for r in rows:  # the product reproduces each measurement
+        predicted = interp_log(fs, fe, r.size) * interp_log(ms, effs, float(r.params.split()[0][2:]))
+        assert predicted * peak == pytest.approx(r.rate, rel=0.1)
+
+
+def test_gemm_curves_recover_a_weight_streaming_law():
+    """The token-rows curve holds the M part, the FLOP curve the per-call part."""
+    from calibrate.profile import _gemm_tokens
+
+    shapes = [(name, m, k, n) for h in (256, 1024, 4096) for m in (1, 8, 64, 512, 4096)
+              for name, k, n in (("out", h, h), ("down", 3 * h, h))]
+    rows = _law_rows(shapes, 1e11)
+    _assert_recovers_the_law(rows, 1e11)
     assert _gemm_tokens(rows[0]) == 1
+
+
+def test_gemm_curves_separate_rows_from_flop_on_a_grid():
+    """On a grid of m, n, k (XLA's table is one) few rows come with few FLOP; a fit of the
+    rows curve from each M's larger GEMMs alone confounds the two, the joint fit must not."""
+    sizes = (8, 64, 512, 4096)
+    shapes = [("g", m, k, n) for m in sizes for k in sizes for n in sizes]
+    _assert_recovers_the_law(_law_rows(shapes, 1e11), 1e11)
 
 
 def test_a_flat_curve_keeps_its_smallest_size():
