@@ -67,6 +67,9 @@ def test_fit_then_predict_reports_the_error_of_each_figure(tmp_path):
     assert all(ok for _, _, ok in result.checks)
     text = render([result])
     assert "validate: " in text.splitlines()[-1] and "(fitted)" in text
+    assert "by file" not in text.splitlines()[-1]
+    # several files: the summary says which file holds the misses (fitted figures not counted)
+    assert render([result, result]).splitlines()[-1].endswith("by file: synthetic 1/1, synthetic 1/1")
 
 
 def test_cli_exits_1_on_a_miss_and_0_when_all_hold(tmp_path, capsys):

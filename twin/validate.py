@@ -271,6 +271,10 @@ def render(results: list[SourceResult]) -> str:
                f"(mean |error| {mean_abs * 100:.1f}%"
                + (f", worst {worst.error * 100:+.1f}% {worst.case} {worst.metric}" if worst else "")
                + f"); shape checks {sum(c[2] for c in checks)}/{len(checks)} hold")
+    if len(results) > 1:  # where the misses are, one source per file
+        summary += "; by file: " + ", ".join(
+            f"{r.path.stem.split('-')[0]} {sum(f.ok for f in r.figures if not f.fitted)}/"
+            f"{sum(not f.fitted for f in r.figures)}" for r in results)
     lines.append(summary)
     return "\n".join(lines)
 
