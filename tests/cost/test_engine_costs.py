@@ -51,3 +51,16 @@ def test_kv_cache_read_adds_to_compute_bound_gemms():
     read = costs.kv_s_per_token * context
     assert read > costs.attn_s_per_pair * (context + n)  # decode attention is memory-bound
     assert costs.decode_time(n, context) - costs.decode_time(n, 0) == pytest.approx(read, rel=1e-3)
+
+
+def test_synchronous_scheduling_pays_the_hosts_step_every_iteration():
+    """A synchronous engine's GPU waits for the host each step: the profile's synchronous_step_s
+    (4 ms, vLLM RFC #6854) in place of the overlapped per_iteration_s, at any batch."""
+    base = {"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpu": "h100-sxm"}}
+    overlapped = engine_costs(load_scenario(base))
+    synchronous = engine_costs(load_scenario(base, ["placement.rollout.scheduling=synchronous"]))
+    o = load_scenario(base).cluster.gpu.overhead
+    assert o.synchronous_step_s == pytest.approx(4.0e-3) and o.per_iteration_s == pytest.approx(0.5e-3)
+    for batch, context in [(1, 500), (256, 256 * 1000)]:
+        gap = synchronous.decode_time(batch, context) - overlapped.decode_time(batch, context)
+        assert gap == pytest.approx(o.synchronous_step_s - o.per_iteration_s)

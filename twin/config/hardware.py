@@ -220,7 +220,15 @@ class Memory(Strict):
 class Overhead(Strict):
     per_iteration_s: float = Field(
         ge=0,
-        description="Fixed cost of one engine iteration (scheduling, sampling, launch), seconds.",
+        description="Fixed cost of one engine iteration (scheduling, sampling, launch), seconds, with the "
+        "host's work overlapped or amortised (placement.rollout.scheduling: overlapped).",
+    )
+    synchronous_step_s: float = Field(
+        default=4.0e-3, ge=0,
+        description="The same for an engine that schedules synchronously (placement.rollout.scheduling: "
+        "synchronous): the GPU waits every step while the host schedules, prepares the next inputs and "
+        "processes the sampled tokens. Default: vLLM RFC #6854 (Multi-Step Scheduling, Jul 2024) measured "
+        "about 4 ms of GPU bubble per decode step (5-13 ms range) on H100-class GPUs.",
     )
     per_kernel_s: float = Field(ge=0, description="Fixed cost of one kernel launch, seconds.")
     source: str

@@ -126,6 +126,13 @@ class RolloutPlacement(Strict):
     )
     block_size: Count = Field(default=16, description="KV-cache block size in tokens (vLLM 16).")
     router: Literal["round_robin", "least_loaded"] = "least_loaded"
+    scheduling: Literal["overlapped", "synchronous"] = Field(
+        default="overlapped",
+        description="overlapped: the host schedules the next step while the GPU runs this one (vLLM async "
+        "scheduling, its default from 0.14; vLLM 0.6 multi-step; SGLang's overlap scheduler): each step "
+        "pays the GPU profile's overhead.per_iteration_s. synchronous: the GPU waits for the host every "
+        "step (vLLM V1 up to 0.13, the engine of 2025's RL frameworks): overhead.synchronous_step_s.",
+    )
 
     @model_validator(mode="after")
     def _budget_holds_a_decode_batch(self) -> RolloutPlacement:

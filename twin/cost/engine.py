@@ -11,8 +11,10 @@ The GEMMs and the attention kernels run one after the other on the GPU's stream,
 bounded by its own roofline and their times add: a decode GEMM of a large batch that is
 compute-bound does not hide the attention kernel's KV-cache read that follows it.
 
-``comm[n]`` holds the terms that run *serially* with the roofline: the TP all-reduces and
-the element-wise kernels (norms, rotary, SiLU·mul, residual adds, the KV-cache write, the
+``overhead`` is the host's share of a step that the GPU waits for: small when the engine
+schedules the next step while the GPU runs this one, a few milliseconds when it does not
+(``placement.rollout.scheduling``). ``comm[n]`` holds the terms that run *serially* with the
+roofline: the TP all-reduces and the element-wise kernels (norms, rotary, SiLU·mul, residual adds, the KV-cache write, the
 sampler's softmax over the vocabulary; ``transformer.elementwise_work``). On a GPU those are
 separate kernels that start when the GEMM producing their input has finished, so their time
 adds to the GEMMs' instead of hiding under a roofline max; ``elementwise_s`` records them
@@ -138,8 +140,9 @@ def engine_costs(scenario: Scenario, kernels: tf.Kernels = "fused") -> EngineCos
     kv_bytes_per_gpu_token = arch.kv_bytes_per_token / shards
     kv_s_per_token = kv_bytes_per_gpu_token / memory_rate(gpu, float(weight_bytes[-1]))
     kv_bytes = rollout_memory(scenario).items["KV cache"]
+    overhead = gpu.overhead.per_iteration_s if r.scheduling == "overlapped" else gpu.overhead.synchronous_step_s
     return EngineCosts(
-        overhead_s=gpu.overhead.per_iteration_s,
+        overhead_s=overhead,
         linear_s=linear_s,
         weights_s=weights_s,
         comm_s=comm_s,
