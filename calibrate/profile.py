@@ -205,12 +205,13 @@ def gemm_curves(rows: list[Row], peak: float, rounds: int = 6):
 
     With forward GEMMs at three or more token counts M, efficiency is fitted as a product
     ``f(FLOP) · g(M)`` by alternating the two fits: ``f`` pooled by FLOP and isotonic on the
-    rates divided by ``g``; ``g`` per M the geometric mean of the efficiency over ``f`` of
-    M's forward GEMMs, isotonic in M and 1 at the largest M (``f`` carries the level). A
-    fit of ``g`` alone from each M's larger GEMMs confounds the two whenever small M comes
-    with small FLOP (a grid of m, n, k gives it): on XLA's sm_90 table it put 256-row GEMMs
-    at 0.36 of 4096-row ones, where the joint fit finds 0.95 and matches the table within 5%
-    (median).
+    rates divided by ``g``; ``g`` per M the geometric mean of the efficiency over ``f`` of the
+    larger half (by FLOP) of M's forward GEMMs, where ``f`` is flat and its interpolation
+    error small; ``g`` isotonic in M and 1 at the largest M (``f`` carries the level). Reading
+    ``g`` from the raw efficiency of each M's larger GEMMs instead confounds the two whenever
+    small M comes with small FLOP (a grid of m, n, k gives it): on XLA's sm_90 table that put
+    256-row GEMMs at 0.36 of 4096-row ones, where the joint fit finds 0.95 and matches the
+    table within 5% (median).
     """
     sizes, rates = _sizes_rates(rows)
     forward = [i for i, r in enumerate(rows) if r.op != "wgrad" and r.seconds > 0 and _gemm_tokens(r)]
@@ -232,14 +233,13 @@ def gemm_curves(rows: list[Row], peak: float, rounds: int = 6):
     s, v = fit.simplify(ms, g, max_points=8, tolerance=0.01)
     by_tokens = fit._rounded(s, v)
     gemm = fit.efficiency_curve(sizes, rates / fit.interp_log(s, v, tokens), peak)
-    return (gemm, by_tokens,
-            "efficiency = f(FLOP per GEMM) x gemm_efficiency_by_tokens(M), fitted jointly (alternating): f pooled by "
-            "FLOP, isotonic (non-decreasing) - the fixed cost of a call; the token-rows curve the weight-streaming limit")
+    how = ("efficiency = f(FLOP per GEMM) x gemm_efficiency_by_tokens(M), fitted jointly (alternating): f pooled by "
+           "FLOP, isotonic (non-decreasing) - the fixed cost of a call; the token-rows curve the weight-streaming limit")
+    return gemm, by_tokens, how
 
 
 def _larger_half(values, sizes):
-    """The values of the larger half of the calls by size, where a pooled FLOP curve is flat
-    and its interpolation error small."""
+    """The values of the larger half of the calls by size."""
     order = np.argsort(sizes, kind="stable")
     return values[order[len(order) // 2:]]
 

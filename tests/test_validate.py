@@ -3,10 +3,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from twin.cli import main
-from twin.errors import InputError
 from twin.analysis.report import build_report
+from twin.cli import main
 from twin.config.load import load_scenario
+from twin.errors import InputError
 from twin.sim.loop import simulate
 from twin.validate import case_files, load_source, metric, render, validate_source
 
