@@ -14,8 +14,9 @@ compute-bound does not hide the attention kernel's KV-cache read that follows it
 ``overhead`` is the host's share of a step that the GPU waits for: small when the engine
 schedules the next step while the GPU runs this one, a few milliseconds when it does not
 (``placement.rollout.scheduling``). ``comm[n]`` holds the terms that run *serially* with the
-roofline: the TP all-reduces and the element-wise kernels (norms, rotary, SiLU·mul, residual adds, the KV-cache write, the
-sampler's softmax over the vocabulary; ``transformer.elementwise_work``). On a GPU those are
+roofline: the TP all-reduces and the element-wise kernels (norms, rotary, SiLU·mul, residual
+adds, the KV-cache write, the sampler's softmax over the vocabulary;
+``transformer.elementwise_work``). On a GPU those are
 separate kernels that start when the GEMM producing their input has finished, so their time
 adds to the GEMMs' instead of hiding under a roofline max; ``elementwise_s`` records them
 alone. ``linear[n]`` prices each GEMM at the profile's efficiency for its FLOP and, where

@@ -7,7 +7,8 @@ One iteration costs (the formula of :mod:`twin.cost.engine`)::
 While a batch of ``n`` decoding sequences keeps its composition, iteration ``j`` has
 ``kv = ctx + n·j`` context tokens and ``pairs = kv + n`` attention pairs: the GEMMs' term is
 constant, attention's two paths are linear in ``j``, and the time of ``k`` iterations is
-two arithmetic series split where the lines cross. "Skip events, not tokens": everything here is O(1) or O(log k) per call.
+two arithmetic series split where the lines cross. "Skip events, not tokens": everything
+here is O(1) or O(log k) per call.
 """
 
 from __future__ import annotations
