@@ -100,3 +100,10 @@ def test_whatif_ranks_pressures_and_rejects_unknown_ones(capsys):
     assert [r["pressure"] for r in rows][0] == "reward_x2" and rows[0]["gain"] > 0.3
     assert main(["whatif", "--pressure", "more_gpus"]) == 2
     assert "unknown pressure" in capsys.readouterr().err
+
+
+def test_whatif_says_when_a_pressure_is_already_pulled(capsys):
+    # the built-in scenario's engine already overlaps its scheduling: no row, a line that says so
+    assert main(["whatif", "--set", "run.steps=2", "--pressure", "async_scheduling"]) == 0
+    out = capsys.readouterr().out
+    assert "engine schedules asynchronously" in out and "already so in this scenario" in out

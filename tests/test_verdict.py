@@ -137,3 +137,15 @@ def test_one_node_splits_by_engines_not_nodes():
     two_nodes = load_scenario(small(placement={"mode": "colocated", "rollout": {"tp": 2}},
                                     cluster={"nodes": 2, "gpus_per_node": 8}))
     assert _split(two_nodes, 0.4)["placement.rollout.gpus"] == 8  # nodes to spare: whole nodes
+
+
+def test_async_engine_scheduling_is_a_lever_only_for_a_synchronous_engine():
+    tail = {"prompt_tokens": {"kind": "fixed", "value": 100},
+            "response_tokens": {"kind": "lognormal", "median": 200, "sigma": 1.4, "max": 8192}}
+    sync = small(workload=tail, placement={"mode": "disaggregated", "rollout": {"gpus": 4, "scheduling": "synchronous"},
+                                           "trainer": {"gpus": 4}})
+    report, v = judge(sync)
+    g = gains(v)
+    assert g["async_scheduling"] > 0.05  # every decode step of the tail was paying 4 ms instead of 0.5
+    _, v = judge(small(workload=tail))
+    assert "async_scheduling" not in gains(v)  # already overlapped: nothing to gain, no row

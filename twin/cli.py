@@ -271,6 +271,10 @@ def _whatif(args) -> int:
             continue
         print(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}% {row['step_time_s']:9.1f} "
               f"{row['useful_trajectories_per_hour']:11,.0f}{pressure_note(row)}")
+    tried = {row["pressure"] for row in rows}
+    for pressure in resolve_pressures(args.pressures):
+        if pressure.name not in tried:  # its lever is already pulled in this scenario
+            print(f"  {pressure.description:62s} already so in this scenario")
     if args.json_path:
         _write_atomic(Path(args.json_path), json.dumps({"pressures": rows}, indent=2, sort_keys=True) + "\n")
     return 0

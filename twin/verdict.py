@@ -157,6 +157,14 @@ def _partial_rollout(s: Scenario, report: dict) -> dict | list[dict] | None:
     return {"placement.mode": "async", **on}
 
 
+def _async_scheduling(s: Scenario, report: dict) -> dict | None:
+    """The engine's host work overlapped with the GPU's (vLLM's async scheduling, its default
+    from 0.14): a software lever, only for an engine that schedules synchronously."""
+    if s.placement.rollout.scheduling == "overlapped":
+        return None
+    return {"placement.rollout.scheduling": "overlapped"}
+
+
 PRESSURES: dict[str, Pressure] = {p.name: p for p in (
     Pressure("rollout_gpus_x2", "more rollout GPUs", "×2 rollout GPUs (colocated: ×2 GPUs)",
              "rollout", _more_rollout),
@@ -171,6 +179,8 @@ PRESSURES: dict[str, Pressure] = {p.name: p for p in (
              "rollout", _more_staleness),
     Pressure("partial_rollout", "partial rollout", "partial rollout on (async, staleness ≥ 1)",
              "rollout", _partial_rollout),
+    Pressure("async_scheduling", "async engine scheduling",
+             "engine schedules asynchronously (was synchronous; vLLM ≥ 0.14)", "rollout", _async_scheduling),
 )}
 
 # The pressure that adds hardware to each link: its "marginal gain" in the bottleneck table.
