@@ -8,6 +8,7 @@ from twin.cost.learner import (balance, balance_kernel, balance_reference, forwa
                                rank_compute_time, update_time)
 
 
+@pytest.mark.parity
 @settings(max_examples=100, deadline=None)
 @given(seqs=st.lists(st.integers(1, 30_000), min_size=1, max_size=300), ranks=st.integers(1, 64))
 def test_balance_kernel_matches_reference(seqs, ranks):

@@ -63,6 +63,7 @@ def assert_same(a, b):
     np.testing.assert_allclose(spans_a.ends, spans_b.ends, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parity
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_kernel_matches_reference(case):
@@ -72,6 +73,7 @@ def test_kernel_matches_reference(case):
     assert_same(kernel, reference)
 
 
+@pytest.mark.parity
 @settings(max_examples=30, deadline=None)
 @given(scenarios(kinds=("continuous",)))
 def test_kernel_matches_reference_advancing_all_at_once(case):

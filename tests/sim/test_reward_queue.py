@@ -14,6 +14,7 @@ def _jobs(seed, n, tries, fail_rate):
     return arrival, service, failed
 
 
+@pytest.mark.parity
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), workers=st.integers(1, 40),
        tries=st.integers(1, 3), fail=st.floats(0, 0.6), timeout=st.floats(0.1, 20), calls=st.integers(1, 3))
