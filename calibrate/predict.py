@@ -104,11 +104,12 @@ class ProbePredictor:
 
     def __init__(self, cfg: ProbeConfig, profile_path: Path) -> None:
         from twin.cost.engine import engine_costs
+        from twin.plan import resolve
 
         self.cfg, self.profile_path = cfg, Path(profile_path)
-        self.scenario = probe_scenario(cfg, profile_path)
-        self.costs = engine_costs(self.scenario, kernels="eager")  # the probe runs HF-style eager ops
-        gpu = self.scenario.cluster.gpu
+        self.plan = resolve(probe_scenario(cfg, profile_path))
+        self.costs = engine_costs(self.plan, kernels="eager")  # the probe runs HF-style eager ops
+        gpu = self.plan.gpu
         layers = cfg.model.layers
         per_kernel = gpu.overhead.per_kernel_s
         # A CPU runs each operation where it is dispatched: dispatch adds to the work. The
@@ -121,9 +122,9 @@ class ProbePredictor:
             self.host = {kind: op_count(kind).per_layer * layers * per_kernel for kind in ("prefill", "decode")}
             self.host.update({kind: op_count(kind).at(layers) * per_kernel for kind in ("score", "update")})
         else:
-            self.host = {kind: max(0, op_count(kind).per_layer - priced_ops_per_layer(self.scenario.model, kind))
+            self.host = {kind: max(0, op_count(kind).per_layer - priced_ops_per_layer(self.plan.model, kind))
                          * layers * per_kernel for kind in ("prefill", "decode")}  # per_iteration_s: the rest
-            self.host.update({kind: max(0, op_count(kind).at(layers) - priced_ops(self.scenario.model, kind))
+            self.host.update({kind: max(0, op_count(kind).at(layers) - priced_ops(self.plan.model, kind))
                               * per_kernel for kind in ("score", "update")})
 
     def combine(self, device_s: float, kind: str, repeats: float = 1.0) -> float:
@@ -144,10 +145,10 @@ class ProbePredictor:
         from twin.cost import transformer as tf
         from twin.cost.roofline import attention_time
 
-        c, arch = self.costs, self.scenario.model
+        c, arch = self.costs, self.plan.model
         n = min(it.tokens, len(c.linear_s) - 1)
         per_call = arch.attention_flops_per_token_pair / arch.num_layers * it.pairs
-        attention = arch.num_layers * attention_time(per_call, self.scenario.cluster.gpu, arch.dtype,
+        attention = arch.num_layers * attention_time(per_call, self.plan.gpu, arch.dtype,
                                                      tf.attention_head_dim(arch), decode=it.kind == "decode")
         device = (c.comm_s[n] + max(c.linear_s[n], c.weights_s[n])
                   + max(attention, c.kv_s_per_token * it.kv_tokens))
@@ -158,10 +159,11 @@ class ProbePredictor:
     def step(self, targets: list[int]) -> Prediction:
         from twin.cost.learner import forward_pass_time, update_time
         from twin.cost.phases import reward_bound
+        from twin.plan import resolve
 
         cfg = self.cfg
         longest = computed_positions(cfg.prompt_len, max(targets))
-        s = probe_scenario(cfg, self.profile_path, padded=longest)  # micro-batches of this step's length
+        s = resolve(probe_scenario(cfg, self.profile_path, padded=longest))  # micro-batches of this step's length
         padded = np.full(cfg.rows, float(longest))  # what the learner computes
         micro = -(-cfg.rows // (cfg.micro_rows or cfg.rows))
         score = self.combine(forward_pass_time(s, padded), "score", micro)

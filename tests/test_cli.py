@@ -103,7 +103,12 @@ def test_whatif_ranks_pressures_and_rejects_unknown_ones(capsys):
 
 
 def test_whatif_says_when_a_pressure_is_already_pulled(capsys):
-    # the built-in scenario's engine already overlaps its scheduling: no row, a line that says so
-    assert main(["whatif", "--set", "run.steps=2", "--pressure", "async_scheduling"]) == 0
+    # the built-in scenario's engine already overlaps its scheduling: asked alone, nothing can be
+    # simulated, which is an input error; beside another pressure, a line says so
+    assert main(["whatif", "--set", "run.steps=2", "--pressure", "async_scheduling"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "async_scheduling: already so in this scenario" in err
+    assert main(["whatif", "--set", "run.steps=2", "--set", "algorithm.prompts_per_step=16",
+                 "--pressure", "async_scheduling", "--pressure", "reward_x2"]) == 0
     out = capsys.readouterr().out
     assert "engine schedules asynchronously" in out and "already so in this scenario" in out

@@ -3,11 +3,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from twin.analysis.report import build_report
 from twin.cli import main
-from twin.config.load import load_scenario
 from twin.errors import InputError
-from twin.sim.loop import simulate
 from twin.validate import case_files, load_source, metric, render, validate_source
 
 
@@ -134,16 +131,15 @@ def test_verls_128_gpu_run_is_bound_by_the_rollout_tail_and_staleness_pays_more_
     """PUBLISHED.md A's reading, asked of the verdict (issue 5): at 128 GPUs the rollout long tail
     binds without saturating the engines, and staleness or partial rollout buy more than more
     rollout GPUs. Runs the case at the source's fitted length scale."""
+    from twin import runner
     from twin.validate import _case_data, builtin_cases_dir, fit_parameter
-    from twin.verdict import verdict
 
     path = builtin_cases_dir() / "A-verl-dapo-colocated.yaml"
     source = load_source(path)
     name, value = fit_parameter(source, path)
     case = next(c for c in source.cases if c.name == "128 GPUs")
-    s = load_scenario(_case_data(source, case, {name: value}))
-    report = build_report(simulate(s))
+    report = runner.run(_case_data(source, case, {name: value}), verdict=True, workers=1).to_dict()
     top = report["bottleneck"][0]
     assert top["link"] == "rollout" and not top["saturated"]
-    gains = {r["pressure"]: r["gain"] for r in verdict(s, report, workers=1)["marginal_gains"] if "gain" in r}
+    gains = {r["pressure"]: r["gain"] for r in report["verdict"]["marginal_gains"] if "gain" in r}
     assert max(gains["staleness_plus1"], gains["partial_rollout"]) > gains["rollout_gpus_x2"]

@@ -1,10 +1,8 @@
 import pytest
 
-from twin.analysis.report import build_report
-from twin.config.load import load_scenario
+from twin import runner
 from twin.errors import InputError
-from twin.sim.loop import simulate
-from twin.verdict import PRESSURES, resolve_pressures, verdict
+from twin.verdict import PRESSURES, resolve_pressures
 
 
 def small(**over) -> dict:
@@ -22,9 +20,8 @@ def small(**over) -> dict:
 
 
 def judge(data: dict) -> tuple[dict, dict]:
-    s = load_scenario(data)
-    report = build_report(simulate(s))
-    return report, verdict(s, report, workers=1)
+    report = runner.run(data, verdict=True, workers=1).to_dict()
+    return report, report["verdict"]
 
 
 def gains(v: dict) -> dict[str, float]:
@@ -91,14 +88,14 @@ def test_custom_and_unknown_pressures():
 
 def test_staleness_on_colocated_gpus_tries_splits_between_the_bounds_and_keeps_the_best():
     from twin.config.load import apply_overrides
-    from twin.verdict import _simulate_data, _splits, _useful, rollout_share_bounds, sensitivity
+    from twin.verdict import _splits, rollout_share_bounds, sensitivity
 
     data = small(cluster={"nodes": 2, "gpus_per_node": 8},
                  placement={"mode": "colocated", "rollout": {"tp": 2}},
                  workload={"prompt_tokens": {"kind": "fixed", "value": 100},
                            "response_tokens": {"kind": "lognormal", "median": 200, "sigma": 1.4, "max": 8192}})
-    s = load_scenario(data)
-    report = build_report(simulate(s))
+    report = runner.run(data)
+    s = report.plan
     low, high = rollout_share_bounds(s, report)
     assert 0 < low <= high < 1
     splits = _splits(s, report)
@@ -107,10 +104,11 @@ def test_staleness_on_colocated_gpus_tries_splits_between_the_bounds_and_keeps_t
     assert all(sp["placement.rollout.gpus"] + sp["placement.trainer.gpus"] == 16 for sp in splits)
     assert all(r % 2 == 0 for r in rollouts)  # whole engines of tp 2
 
-    row = next(r for r in sensitivity(s, report, ["staleness_plus1"], workers=1))
-    base = s.model_dump(mode="json")
-    reports = [_simulate_data(apply_overrides(base, {**sp, "algorithm.staleness": 1})) for sp in splits]
-    each = [-1.0 if "error" in rep else _useful(rep) for rep in reports]
+    row = next(r.to_dict() for r in sensitivity(report, ["staleness_plus1"], workers=1))
+    base = s.scenario.model_dump(mode="json")
+    reports = runner.simulate_many([apply_overrides(base, {**sp, "algorithm.staleness": 1}) for sp in splits], 1)
+    each = [-1.0 if isinstance(rep, InputError) else rep["throughput"]["useful_trajectories_per_hour"]
+            for rep in reports]
     best = max(range(len(splits)), key=lambda k: each[k])
     assert row["useful_trajectories_per_hour"] == pytest.approx(each[best])
     assert row["placement"]["rollout_gpus"] == rollouts[best]
@@ -119,9 +117,8 @@ def test_staleness_on_colocated_gpus_tries_splits_between_the_bounds_and_keeps_t
 def test_only_a_re_placement_carries_the_split():
     from twin.verdict import sensitivity
 
-    s = load_scenario(small(placement={"mode": "colocated"}, cluster={"nodes": 1, "gpus_per_node": 8}))
-    report = build_report(simulate(s))
-    rows = {r["pressure"]: r for r in sensitivity(s, report, ["rollout_gpus_x2", "staleness_plus1"], workers=1)}
+    report = runner.run(small(placement={"mode": "colocated"}, cluster={"nodes": 1, "gpus_per_node": 8}))
+    rows = {r.pressure.name: r.to_dict() for r in sensitivity(report, ["rollout_gpus_x2", "staleness_plus1"], workers=1)}
     assert "placement" not in rows["rollout_gpus_x2"]  # still colocated, on twice the GPUs
     split = rows["staleness_plus1"]["placement"]
     assert split["rollout_gpus"] + split["trainer_gpus"] == 8
@@ -130,12 +127,12 @@ def test_only_a_re_placement_carries_the_split():
 def test_one_node_splits_by_engines_not_nodes():
     from twin.verdict import _split
 
-    s = load_scenario(small(placement={"mode": "colocated", "rollout": {"tp": 2}},
-                            cluster={"nodes": 1, "gpus_per_node": 8}))
+    s = runner.prepare(small(placement={"mode": "colocated", "rollout": {"tp": 2}},
+                             cluster={"nodes": 1, "gpus_per_node": 8}))
     rollouts = sorted({_split(s, share)["placement.rollout.gpus"] for share in (0.1, 0.3, 0.5, 0.7)})
     assert rollouts == [2, 4, 6]  # whole tp-2 engines; a whole node would leave no trainer
-    two_nodes = load_scenario(small(placement={"mode": "colocated", "rollout": {"tp": 2}},
-                                    cluster={"nodes": 2, "gpus_per_node": 8}))
+    two_nodes = runner.prepare(small(placement={"mode": "colocated", "rollout": {"tp": 2}},
+                                     cluster={"nodes": 2, "gpus_per_node": 8}))
     assert _split(two_nodes, 0.4)["placement.rollout.gpus"] == 8  # nodes to spare: whole nodes
 
 

@@ -26,7 +26,7 @@ from twin.errors import InputError
 from tui import require_textual
 from tui.figures import LINK_TITLE
 from tui.jobs import (Cancelled, RunRequest, all_scenarios, builtin_dir, cancellable, load, run_request,
-                      run_sensitivity, scenario_files, sensitivity_available, short_message)
+                      run_sensitivity, scenario_files, short_message)
 from tui.screens import ExportScreen, HelpScreen
 from tui.widgets.compare import CompareView
 from tui.widgets.loop import LoopView
@@ -34,7 +34,7 @@ from tui.widgets.picker import ScenarioPicker
 from tui.widgets.replay import ReplayView
 from tui.widgets.status import RunStatus
 from tui.widgets.verdict import VerdictView
-from tui.widgets.whatif import WhatIfForm
+from tui.widgets.whatif import WhatIfForm, form_scenario
 
 TABS = ("picker", "loop", "verdict", "replay", "whatif", "compare")
 TAB_TITLES = ("1 Scenarios", "2 Loop", "3 Verdict", "4 Replay", "5 What-if", "6 Compare")
@@ -51,7 +51,7 @@ class Job:
     kind: str                      # "baseline", "whatif", "compare" or "gains"
     requests: list[RunRequest]
     cancel: threading.Event = field(default_factory=threading.Event)
-    base: dict[str, Any] | None = None  # the report a "gains" job judges
+    base: Any = None  # the report (twin.runner.Report) a "gains" job judges
 
 
 class JobProgress(Message):
@@ -189,10 +189,8 @@ class TwinApp(App[int]):
     def action_gains(self) -> None:
         if self.baseline_request is None:
             self.notify("Run a scenario first.", severity="warning")
-        elif not sensitivity_available():
-            self.notify("Marginal gains are not available in this version of rltwin.", severity="warning")
         else:
-            self.start(Job(self._next_id(), "gains", [self.baseline_request], base=self.baseline.data))
+            self.start(Job(self._next_id(), "gains", [self.baseline_request], base=self.baseline))
 
     # --- starting work ----------------------------------------------------------------
 
@@ -289,11 +287,11 @@ class TwinApp(App[int]):
         report, request = results[0], job.requests[0]
         self.baseline, self.baseline_request = report, request
         self.whatif = None
-        data = report.data
+        data = report.to_dict()
         self.query_one(LoopView).show(data)
         self.query_one(VerdictView).show(data)
         await self.query_one(ReplayView).show(report)
-        self.query_one(WhatIfForm).fill(data["scenario"])
+        self.query_one(WhatIfForm).fill(form_scenario(data))
         self.query_one(CompareView).preselect(request.ref)
         top = data["bottleneck"][0]["link"] if data["bottleneck"] else None
         binds = f"{LINK_TITLE.get(top, top)} binds · " if top else ""
@@ -319,9 +317,10 @@ class TwinApp(App[int]):
         an export from now on all carry it, as ``twin.simulate(..., verdict=True)`` would."""
         if job.requests[0] != self.baseline_request:
             return
-        self.baseline = type(self.baseline)({**self.baseline.data, "verdict": results[0]}, self.baseline.result)
-        self.query_one(LoopView).show(self.baseline.data)
-        self.query_one(VerdictView).show(self.baseline.data)
+        self.baseline = self.baseline.with_verdict(results[0])
+        data = self.baseline.to_dict()
+        self.query_one(LoopView).show(data)
+        self.query_one(VerdictView).show(data)
         self.query_one(RunStatus).finished("[$success]✓[/] marginal gains measured")
         self.action_tab("verdict")
 

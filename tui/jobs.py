@@ -6,20 +6,18 @@ on their own; the app runs :func:`run_request` in a thread worker.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twin.config.load import load_scenario, scenario_path
+from twin import runner
 from twin.config.registry import builtin_scenarios
 from twin.config.scenario import Scenario
 from twin.errors import InputError
-from twin.verdict import verdict
-
-Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
+from twin.runner import Progress, Report
+from twin.verdict import Verdict, judge
 
 
 class Cancelled(Exception):
@@ -46,19 +44,12 @@ class RunRequest:
 
 def load(request: RunRequest) -> Scenario:
     """The validated scenario; raises :class:`twin.errors.InputError` naming the bad field."""
-    return load_scenario(request.ref, request.overrides)
+    return runner.load(request.ref, request.overrides)
 
 
-def run_request(request: RunRequest, progress: Progress | None = None):
-    """Validate, check memory (as ``twin run`` does), then simulate: a ``twin.api.Report``."""
-    import twin
-    from twin.cost.memory import memory_problem
-
-    scenario = load(request)
-    problem = memory_problem(scenario, str(scenario_path(request.ref)))
-    if problem is not None:
-        raise problem
-    return twin.simulate(request.ref, progress=progress, **request.overrides)
+def run_request(request: RunRequest, progress: Progress | None = None) -> Report:
+    """The runner's pipeline, as ``twin run`` runs it (memory checked first): a report."""
+    return runner.run(request.ref, request.overrides, progress=progress)
 
 
 def cancellable(progress: Progress, cancel: threading.Event) -> Progress:
@@ -98,21 +89,9 @@ def all_scenarios(files: list[str]) -> list[str]:
     return builtin_scenarios() + [f for f in files if f not in builtin_scenarios()]
 
 
-def sensitivity_available() -> bool:
-    """Whether this rltwin has the verdict's marginal-gain sweep (``twin.verdict``, issue 5)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("twin.verdict") is not None
-    except ImportError:
-        return False
-
-
-def run_sensitivity(request: RunRequest, base_data: dict[str, Any]) -> dict[str, Any]:
-    """The verdict for a run already on screen: ``{"diagnosis": str, "marginal_gains":
-    [{pressure, description, useful_trajectories_per_hour, gain}, …]}``, re-simulating one
-    pressure at a time."""
-    return verdict(load(request), copy.deepcopy(base_data))  # it annotates the rows it is given
+def run_sensitivity(request: RunRequest, base: Report) -> Verdict:
+    """The verdict for a run already on screen, re-simulating one pressure at a time."""
+    return judge(base)
 
 
 def short_message(exc: InputError) -> str:

@@ -1,4 +1,4 @@
-"""``twin check``: the resolved scenario, memory per role, and tier-1 phase estimates."""
+"""``twin check``: the resolved plan, memory per role, and tier-1 phase estimates."""
 
 from __future__ import annotations
 
@@ -6,17 +6,19 @@ from typing import Any
 
 import yaml
 
-from twin.config.scenario import Scenario, resolved_dict
+from twin.config.scenario import resolved_dict
 from twin.cost.engine import engine_costs
 from twin.cost.memory import GiB, memory_report
 from twin.cost.phases import generation_bound, phase_estimates, sample_step, step_estimate
+from twin.plan import Plan
 
 
-def check_report(scenario: Scenario) -> dict[str, Any]:
+def check_report(plan: Plan) -> dict[str, Any]:
     """Everything ``twin check`` shows, as data (also its --json output)."""
-    memory = memory_report(scenario)
+    memory = memory_report(plan)
     report: dict[str, Any] = {
-        "scenario": resolved_dict(scenario),
+        "scenario": resolved_dict(plan.scenario),
+        "plan": plan.summary(),
         "memory": {
             m.role: {
                 "items_gib": {k: round(v / GiB, 3) for k, v in m.items.items()},
@@ -29,20 +31,21 @@ def check_report(scenario: Scenario) -> dict[str, Any]:
         },
     }
     if all(m.fits for m in memory):
-        phases = phase_estimates(scenario)
-        gen = generation_bound(engine_costs(scenario), scenario.rollout_engines, sample_step(scenario))
+        phases = phase_estimates(plan)
+        gen = generation_bound(engine_costs(plan), plan.rollout_engines, sample_step(plan))
         report["estimate"] = {
             "phases_s": {k: round(v, 4) for k, v in phases.items()},
             "generation_floors_s": {k: round(v, 4) for k, v in gen.items()},
-            "step_s": round(step_estimate(scenario, phases), 4),
+            "step_s": round(step_estimate(plan, phases), 4),
         }
     return report
 
 
-def render_check(scenario: Scenario, report: dict[str, Any]) -> str:
-    s, lines = scenario, []
+def render_check(plan: Plan, report: dict[str, Any]) -> str:
+    s, lines = plan, []
     arch, c, p, a = s.model, s.cluster, s.placement, s.algorithm
-    lines.append(f"Scenario {s.name}" + (f" — {s.description.strip()}" if s.description else ""))
+    about = s.scenario.description.strip()
+    lines.append(f"Scenario {s.name}" + (f" — {about}" if about else ""))
     lines.append("")
     lines.append(yaml.safe_dump(report["scenario"], sort_keys=False, width=100).rstrip())
     lines.append("")
@@ -53,8 +56,8 @@ def render_check(scenario: Scenario, report: dict[str, Any]) -> str:
     )
     lines.append(
         f"Cluster {c.nodes} × {c.gpus_per_node} {c.gpu.name} = {c.total_gpus} GPUs; "
-        f"{p.mode}: rollout {p.rollout.gpus} GPUs as {s.rollout_engines} engines of tp {p.rollout.tp}, "
-        f"trainer {p.trainer.gpus} GPUs (dp {s.trainer_dp}, tp {p.trainer.tp}, pp {p.trainer.pp}"
+        f"{p.mode}: rollout {s.rollout_gpus} GPUs as {s.rollout_engines} engines of tp {p.rollout.tp}, "
+        f"trainer {s.trainer_gpus} GPUs (dp {s.trainer_dp}, tp {p.trainer.tp}, pp {p.trainer.pp}"
         + (f", sp {p.trainer.sp}" if p.trainer.sp > 1 else "") + ", "
         f"ZeRO-{p.trainer.zero_stage})"
     )

@@ -147,17 +147,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _check(args) -> int:
+    from twin import runner
     from twin.check import check_report, render_check
     from twin.cost.memory import memory_problem
-    from twin.config.load import load_scenario, scenario_path
 
-    scenario = load_scenario(args.scenario, args.overrides)
-    report = check_report(scenario)
-    problem = memory_problem(scenario, str(scenario_path(args.scenario or DEFAULT_SCENARIO)))
+    plan = runner.plan(args.scenario, args.overrides)
+    report = check_report(plan)
+    problem = memory_problem(plan, runner.source_file(args.scenario))
     if args.json_path == "-":
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print(render_check(scenario, report))
+        print(render_check(plan, report))
         if args.json_path and problem is None:
             _write_atomic(Path(args.json_path), json.dumps(report, indent=2, sort_keys=True) + "\n")
     if problem is not None:
@@ -166,33 +166,22 @@ def _check(args) -> int:
 
 
 def _run(args) -> int:
-    from twin.api import Report
-    from twin.analysis.report import build_report
-    from twin.analysis.trace import chrome_trace
-    from twin.cost.memory import memory_problem
-    from twin.config.load import load_scenario, scenario_path
+    from twin import runner
     from twin.progress import progress_printer
     from twin.render import render_run
-    from twin.sim.loop import simulate
+    from twin.verdict import judge
 
-    scenario = load_scenario(args.scenario, args.overrides)
-    problem = memory_problem(scenario, str(scenario_path(args.scenario or DEFAULT_SCENARIO)))
-    if problem is not None:
-        raise problem
-    with progress_printer(scenario.run.steps) as progress:
-        result = simulate(scenario, progress)
-    data = build_report(result)
+    plan = runner.prepare(args.scenario, args.overrides)
+    with progress_printer(plan.run.steps) as progress:
+        report = runner.simulate(plan, progress)
     if not args.no_verdict:
-        from twin.verdict import verdict
-
-        data["verdict"] = verdict(scenario, data)
-    report = Report(data, result)
+        report = report.with_verdict(judge(report))
     text = report.to_json()
-    trace = json.dumps(chrome_trace(result.spans)) if args.trace else None
+    trace = json.dumps(report.chrome_trace()) if args.trace else None
     if args.json_path == "-":
         sys.stdout.write(text)
     else:
-        print(render_run(report.data))
+        print(render_run(report.to_dict()))
         if args.json_path:
             _write_atomic(Path(args.json_path), text)
     if trace is not None:
@@ -238,32 +227,31 @@ def _pressure_names() -> list[str]:
 
 
 def _whatif(args) -> int:
-    from twin.analysis.report import build_report
-    from twin.cost.memory import memory_problem
-    from twin.config.load import load_scenario, scenario_path
+    from twin import runner
     from twin.render import pressure_note
-    from twin.sim.loop import simulate
     from twin.verdict import resolve_pressures, sensitivity
 
-    scenario = load_scenario(args.scenario, args.overrides)
-    problem = memory_problem(scenario, str(scenario_path(args.scenario or DEFAULT_SCENARIO)))
-    if problem is not None:
-        raise problem
-    resolve_pressures(args.pressures)  # reject unknown names before simulating anything
-    base = build_report(simulate(scenario))
-    rows = sensitivity(scenario, base, args.pressures)
+    plan = runner.prepare(args.scenario, args.overrides)
+    asked = resolve_pressures(args.pressures)  # reject unknown names before simulating anything
+    base = runner.simulate(plan)
+    rows = [row.to_dict() for row in sensitivity(base, args.pressures)]
+    tried = {row["pressure"] for row in rows}
+    if args.pressures and all("error" in row for row in rows):
+        # Nothing asked for could be simulated: that is an answer about the input.
+        why = "; ".join(f"{row['pressure']}: {row['error']}" for row in rows) or "; ".join(
+            f"{p.name}: already so in this scenario" for p in asked if p.name not in tried)
+        raise InputError("no pressure asked for applies to this scenario", field="--pressure",
+                         value=", ".join(args.pressures), allowed=why)
+    baseline = {"step_time_s": base.step_time_s, "throughput": base.throughput, "gpus": base.gpus}
     if args.json_path == "-":
-        print(json.dumps({"baseline": {"step_time_s": base["step_time_s"],
-                                       "throughput": base["throughput"]}, "pressures": rows},
-                         indent=2, sort_keys=True))
+        print(json.dumps({"baseline": baseline, "pressures": rows}, indent=2, sort_keys=True))
         return 0
-    useful = base["throughput"]["useful_trajectories_per_hour"]
-    if scenario.run.steps < 5:
-        print(f"note: {scenario.run.steps} steps simulated; rates are measured over the steps after "
+    if plan.run.steps < 5:
+        print(f"note: {plan.run.steps} steps simulated; rates are measured over the steps after "
               "the first (which fills pipelines and queues), so few steps give noisy gains (use "
               "run.steps >= 5)", file=sys.stderr)
-    print(f"Scenario {scenario.name}: baseline step {base['step_time_s']:.1f} s, "
-          f"{useful:,.0f} useful trajectories/h")
+    print(f"Scenario {plan.name}: baseline step {base.step_time_s:.1f} s, "
+          f"{base.useful_trajectories_per_hour:,.0f} useful trajectories/h")
     print(f"  {'pressure':62s} {'gain':>8s} {'step (s)':>9s} {'useful/h':>11s}")
     for row in rows:
         if "error" in row:
@@ -271,12 +259,12 @@ def _whatif(args) -> int:
             continue
         print(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}% {row['step_time_s']:9.1f} "
               f"{row['useful_trajectories_per_hour']:11,.0f}{pressure_note(row)}")
-    tried = {row["pressure"] for row in rows}
-    for pressure in resolve_pressures(args.pressures):
+    for pressure in asked:
         if pressure.name not in tried:  # its lever is already pulled in this scenario
             print(f"  {pressure.description:62s} already so in this scenario")
     if args.json_path:
-        _write_atomic(Path(args.json_path), json.dumps({"pressures": rows}, indent=2, sort_keys=True) + "\n")
+        _write_atomic(Path(args.json_path), json.dumps({"baseline": baseline, "pressures": rows},
+                                                      indent=2, sort_keys=True) + "\n")
     return 0
 
 

@@ -74,7 +74,7 @@ def render_run(report: dict[str, Any]) -> str:
 
 def pressure_note(row: dict) -> str:
     """What a sensitivity row changed in hardware: GPUs added, or the same GPUs re-placed."""
-    note = f"  (+{row['added_gpus']} GPUs)" if row.get("added_gpus") else ""
+    note = f"  ({row['added_gpus']:+d} GPUs)" if row.get("added_gpus") else ""
     if "placement" in row:
         note += f"  ({row['placement']['rollout_gpus']} rollout + {row['placement']['trainer_gpus']} trainer GPUs)"
     return note

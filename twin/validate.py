@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from twin.config.io import input_error, read_mapping
-from twin.config.load import apply_overrides, load_scenario
+from twin.config.load import apply_overrides
 from twin.errors import InputError
 
 
@@ -120,10 +120,9 @@ def metric(report: dict[str, Any], name: str) -> float:
 
 
 def _simulate(data: dict[str, Any]) -> dict[str, Any]:
-    from twin.analysis.report import build_report
-    from twin.sim.loop import simulate
+    from twin import runner
 
-    return build_report(simulate(load_scenario(data)))
+    return runner.run(data).to_dict()
 
 
 def _case_data(source: Source, case: Case, fitted: dict[str, Any]) -> dict[str, Any]:

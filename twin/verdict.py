@@ -18,106 +18,107 @@ bounds and keeps the best: the rollout pool needs at least its share of the work
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
 
-from twin.config.scenario import Scenario
 from twin.errors import InputError, choices
+from twin.plan import Plan
+from twin.runner import Report, simulate_many
+
+
+Overrides = dict[str, Any]
 
 
 @dataclass(frozen=True)
 class Pressure:
+    """One lever: the scenario overrides that raise it (any number of fields at once)."""
+
     name: str
     short: str         # as the diagnosis says it: "more rollout GPUs"
     description: str
     link: str          # the link of the loop it relieves
     # None: not applicable here; a list: alternatives, of which the verdict keeps the best
-    overrides: Callable[[Scenario, dict], dict | list[dict] | None]
+    overrides: Callable[[Plan, Report], Overrides | list[Overrides] | None]
 
 
-def _nodes_for(s: Scenario, gpus: int) -> int:
-    return max(s.cluster.nodes, math.ceil(gpus / s.cluster.gpus_per_node))
+def _nodes_for(plan: Plan, gpus: int) -> int:
+    return max(plan.cluster.nodes, math.ceil(gpus / plan.cluster.gpus_per_node))
 
 
-def _more_rollout(s: Scenario, report: dict) -> dict:
-    p = s.placement
-    if p.mode == "colocated":  # the shared pool doubles: both roles get the new GPUs
-        gpus = 2 * p.rollout.gpus
-        return {"cluster.nodes": _nodes_for(s, gpus + p.reward_model_gpus),
-                "placement.rollout.gpus": gpus, "placement.trainer.gpus": 2 * p.trainer.gpus}
-    rollout = 2 * p.rollout.gpus
-    return {"placement.rollout.gpus": rollout, "placement.trainer.gpus": p.trainer.gpus,
-            "cluster.nodes": _nodes_for(s, rollout + p.trainer.gpus + p.reward_model_gpus)}
+def _more_rollout(plan: Plan, report: Report) -> Overrides:
+    rm = plan.reward_model_gpus
+    if plan.mode.shares_gpus:  # the shared pool doubles: both roles get the new GPUs
+        gpus = 2 * plan.rollout_gpus
+        return {"cluster.nodes": _nodes_for(plan, gpus + rm),
+                "placement.rollout.gpus": gpus, "placement.trainer.gpus": 2 * plan.trainer_gpus}
+    rollout = 2 * plan.rollout_gpus
+    return {"placement.rollout.gpus": rollout, "placement.trainer.gpus": plan.trainer_gpus,
+            "cluster.nodes": _nodes_for(plan, rollout + plan.trainer_gpus + rm)}
 
 
-def _more_trainer(s: Scenario, report: dict) -> dict | None:
-    p = s.placement
-    if p.mode == "colocated":
+def _more_trainer(plan: Plan, report: Report) -> Overrides | None:
+    if plan.mode.shares_gpus:
         return None  # the same GPUs: "×2 rollout GPUs" already doubles them
-    trainer = 2 * p.trainer.gpus
-    return {"placement.rollout.gpus": p.rollout.gpus, "placement.trainer.gpus": trainer,
-            "cluster.nodes": _nodes_for(s, p.rollout.gpus + trainer + p.reward_model_gpus)}
+    trainer = 2 * plan.trainer_gpus
+    return {"placement.rollout.gpus": plan.rollout_gpus, "placement.trainer.gpus": trainer,
+            "cluster.nodes": _nodes_for(plan, plan.rollout_gpus + trainer + plan.reward_model_gpus)}
 
 
-def _more_reward(s: Scenario, report: dict) -> dict | None:
-    r = s.reward
-    if r.kind == "sandbox":
-        return {"reward.workers": 2 * r.workers}
-    if r.kind == "rule":
-        return {"cluster.host_cpu_cores": 2 * s.cluster.cpu_cores}
-    gpus = 2 * s.placement.reward_model_gpus
-    p = s.placement
-    return {"placement.reward_model_gpus": gpus, "placement.rollout.gpus": p.rollout.gpus,
-            "placement.trainer.gpus": p.trainer.gpus,
-            "cluster.nodes": _nodes_for(s, gpus + p.rollout.gpus + (0 if p.mode == "colocated" else p.trainer.gpus))}
+def _more_reward(plan: Plan, report: Report) -> Overrides:
+    more = plan.reward.doubled(plan)
+    gpus = more.get("placement.reward_model_gpus")
+    if gpus is None:
+        return more
+    pools = plan.rollout_gpus + (0 if plan.mode.shares_gpus else plan.trainer_gpus)
+    return {**more, "placement.rollout.gpus": plan.rollout_gpus, "placement.trainer.gpus": plan.trainer_gpus,
+            "cluster.nodes": _nodes_for(plan, gpus + pools)}
 
 
-def _faster_network(s: Scenario, report: dict) -> dict | None:
+def _faster_network(plan: Plan, report: Report) -> Overrides:
     out = {}
     for key in ("intra_node_link", "inter_node_link"):
-        link = getattr(s.cluster, key).model_dump(mode="json")
+        link = getattr(plan.cluster, key).model_dump(mode="json")
         link["bandwidth_bytes_per_s"] *= 2
         link["name"] += "-x2"
         out[f"cluster.{key}"] = link
     return out
 
 
-def _faster_sync(s: Scenario, report: dict) -> dict:
+def _faster_sync(plan: Plan, report: Report) -> Overrides:
     from twin.cost.weight_sync import convert_rate, staging_rate
 
-    return {"weight_sync.gather_convert_bytes_per_s": 2 * convert_rate(s),
-            "weight_sync.staging_bytes_per_s": 2 * staging_rate(s)}
+    return {"weight_sync.gather_convert_bytes_per_s": 2 * convert_rate(plan),
+            "weight_sync.staging_bytes_per_s": 2 * staging_rate(plan)}
 
 
-def rollout_share_bounds(s: Scenario, report: dict) -> tuple[float, float]:
+def rollout_share_bounds(plan: Plan, report: Report) -> tuple[float, float]:
     """The share of a colocated run's GPUs a separate rollout pool needs: at least rollout's
     work at full batch (``phases.generation_bound``'s bulk) against the trainer's time, at
     most rollout's wall time (its long tail included) against the trainer's."""
     from twin.cost.engine import engine_costs
     from twin.cost.phases import generation_bound, sample_step
 
-    br = report["breakdown"]
+    br = report.breakdown
     gen = br.get("generation", 0.0) + br.get("reward", 0.0)
     train = sum(v for k, v in br.items() if k not in ("generation", "reward", "evaluation"))
-    bulk = generation_bound(engine_costs(s), s.rollout_engines, sample_step(s))["bulk"] + br.get("reward", 0.0)
+    bulk = generation_bound(engine_costs(plan), plan.rollout_engines, sample_step(plan))["bulk"] + br.get("reward", 0.0)
     bulk = min(bulk, gen)
     return bulk / max(bulk + train, 1e-9), gen / max(gen + train, 1e-9)
 
 
-def _split(s: Scenario, share: float) -> dict:
+def _split(plan: Plan, share: float) -> Overrides:
     """Colocated GPUs re-placed as a rollout pool of about ``share`` of them (whole engines;
     whole nodes where an engine fits in one and there are nodes to spare) and a trainer pool of
     the rest."""
-    total = s.cluster.total_gpus - s.placement.reward_model_gpus
-    tp = s.placement.rollout.tp
-    unit = tp * s.cluster.gpus_per_node // math.gcd(tp, s.cluster.gpus_per_node)
-    unit = max(tp, min(unit, s.cluster.gpus_per_node))
+    c = plan.cluster
+    total = c.total_gpus - plan.reward_model_gpus
+    tp = plan.rollout_tp
+    unit = tp * c.gpus_per_node // math.gcd(tp, c.gpus_per_node)
+    unit = max(tp, min(unit, c.gpus_per_node))
     if total < 2 * unit:  # one node: split it by engines
         unit = tp
-    t = s.placement.trainer
+    t = plan.placement.trainer
     group = t.tp * t.pp * t.sp  # the trainer's smallest whole data-parallel rank
     most = (total - group) // tp * tp  # whole engines
     rollout = min(max(unit, round(total * share / unit) * unit), most)
@@ -129,38 +130,38 @@ def _split(s: Scenario, share: float) -> dict:
 SPLITS_TRIED = 5  # shares from the lower bound to the upper, evenly spaced
 
 
-def _splits(s: Scenario, report: dict) -> list[dict]:
+def _splits(plan: Plan, report: Report) -> list[Overrides]:
     """Distinct splits from one bound of :func:`rollout_share_bounds` to the other."""
-    low, high = rollout_share_bounds(s, report)
-    out: list[dict] = []
+    low, high = rollout_share_bounds(plan, report)
+    out: list[Overrides] = []
     for k in range(SPLITS_TRIED):
         share = low + (high - low) * k / (SPLITS_TRIED - 1)
-        split = _split(s, share)
+        split = _split(plan, share)
         if split not in out:
             out.append(split)
     return out
 
 
-def _more_staleness(s: Scenario, report: dict) -> dict | list[dict]:
-    more = {"algorithm.staleness": s.algorithm.staleness + 1}
-    if s.placement.mode == "colocated":
-        return [{**split, **more} for split in _splits(s, report)]
+def _more_staleness(plan: Plan, report: Report) -> Overrides | list[Overrides]:
+    more = {"algorithm.staleness": plan.algorithm.staleness + 1}
+    if plan.mode.shares_gpus:
+        return [{**split, **more} for split in _splits(plan, report)]
     return more
 
 
-def _partial_rollout(s: Scenario, report: dict) -> dict | list[dict] | None:
-    if s.placement.mode == "async" and s.algorithm.partial_rollout:
+def _partial_rollout(plan: Plan, report: Report) -> Overrides | list[Overrides] | None:
+    if plan.mode.streaming and plan.algorithm.partial_rollout:
         return None
-    on = {"algorithm.staleness": max(1, s.algorithm.staleness), "algorithm.partial_rollout": True}
-    if s.placement.mode == "colocated":
-        return [{**split, **on} for split in _splits(s, report)]
+    on = {"algorithm.staleness": max(1, plan.algorithm.staleness), "algorithm.partial_rollout": True}
+    if plan.mode.shares_gpus:
+        return [{**split, **on} for split in _splits(plan, report)]
     return {"placement.mode": "async", **on}
 
 
-def _async_scheduling(s: Scenario, report: dict) -> dict | None:
+def _async_scheduling(plan: Plan, report: Report) -> Overrides | None:
     """The engine's host work overlapped with the GPU's (vLLM's async scheduling, its default
     from 0.14): a software lever, only for an engine that schedules synchronously."""
-    if s.placement.rollout.scheduling == "overlapped":
+    if plan.placement.rollout.scheduling == "overlapped":
         return None
     return {"placement.rollout.scheduling": "overlapped"}
 
@@ -188,80 +189,120 @@ OWN_PRESSURE = {"rollout": "rollout_gpus_x2", "optimization": "trainer_gpus_x2",
                 "reward": "reward_x2", "weight_sync": "network_x2", "tools": None}
 
 
-def _useful(report: dict) -> float:
-    return report["throughput"]["useful_trajectories_per_hour"]
+def _custom(text: str, overrides: Overrides) -> Pressure:
+    """A pressure the user names as scenario overrides (one field or several at once)."""
+    return Pressure(text, text, f"set {text}", "custom", lambda plan, report: dict(overrides))
 
 
-def _simulate_data(data: dict) -> dict:
-    """Worker: one simulation of a scenario given as data; returns its report (no verdict)."""
-    from twin.analysis.report import build_report
-    from twin.config.load import load_scenario
-    from twin.sim.loop import simulate
-
-    try:
-        return build_report(simulate(load_scenario(data)))
-    except InputError as exc:
-        return {"error": exc.message}
+PressureSpec = Union[str, Mapping[str, Any]]  # a built-in name, "path=value[,path=value…]", or a dict
 
 
-def resolve_pressures(names: Iterable[str] | None) -> list[Pressure]:
-    """Built-in pressures by name, or custom ones given as a scenario override ``path=value``."""
+def resolve_pressures(specs: Iterable[PressureSpec] | None) -> list[Pressure]:
+    """Built-in pressures by name, or custom ones: ``"path=value"``, several joined by commas
+    (``"placement.rollout.gpus=24,placement.trainer.gpus=40"``), or a mapping of paths to
+    values. Raises :class:`InputError` on an unknown name or a malformed override."""
     from twin.config.load import parse_overrides
 
     out = []
-    for name in names or PRESSURES:
-        if "=" in name:
-            fixed = parse_overrides([name])
-            out.append(Pressure(name, name, f"set {name}", "custom", lambda s, r, fixed=fixed: fixed))
-        elif name in PRESSURES:
-            out.append(PRESSURES[name])
+    for spec in PRESSURES if specs is None else specs:
+        if isinstance(spec, Mapping):
+            if not spec:
+                raise InputError("an empty pressure", field="--pressure", value={},
+                                 allowed="a mapping of scenario paths to values")
+            out.append(_custom(",".join(f"{k}={v}" for k, v in spec.items()), {str(k): v for k, v in spec.items()}))
+        elif not isinstance(spec, str):
+            raise InputError("a pressure is a name, path=value, or a mapping of paths to values",
+                             field="--pressure", value=spec, allowed=choices(PRESSURES))
+        elif "=" in spec:
+            out.append(_custom(spec, parse_overrides(split_assignments(spec))))
+        elif spec in PRESSURES:
+            out.append(PRESSURES[spec])
         else:
-            raise InputError("unknown pressure", field="--pressure", value=name,
-                             allowed=choices(PRESSURES, name) + ", or a scenario override path=value")
+            raise InputError("unknown pressure", field="--pressure", value=spec,
+                             allowed=choices(PRESSURES, spec) + ", or scenario overrides path=value[,path=value…]")
     return out
 
 
-def sensitivity(scenario: Scenario, base_report: dict, pressures: Iterable[str] | None = None,
-                workers: int | None = None) -> list[dict[str, Any]]:
-    """Re-simulate once per pressure; rows sorted by gain (largest first)."""
+def split_assignments(text: str) -> list[str]:
+    """``"a.b=1,c.d={x: 1, y: 2}"`` -> ``["a.b=1", "c.d={x: 1, y: 2}"]``: commas split
+    assignments only outside brackets and quotes, and only before another ``path=``."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0 and "=" in text[i + 1:].split(",", 1)[0]:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One pressure, re-simulated (the best of its alternatives), or why it could not be."""
+
+    pressure: Pressure
+    step_time_s: float | None = None
+    useful_trajectories_per_hour: float | None = None
+    gain: float | None = None
+    added_gpus: int = 0
+    placement: dict[str, int] | None = None  # the same GPUs re-placed as two pools
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.pressure
+        out: dict[str, Any] = {"pressure": p.name, "short": p.short, "description": p.description, "link": p.link}
+        if self.error is not None:
+            return {**out, "error": self.error}
+        out.update(step_time_s=self.step_time_s, useful_trajectories_per_hour=self.useful_trajectories_per_hour,
+                   gain=self.gain, added_gpus=self.added_gpus)
+        if self.placement is not None:
+            out["placement"] = self.placement
+        return out
+
+
+def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
+                workers: int | None = None) -> list[Row]:
+    """Re-simulate once per pressure (each alternative of it), in the runner's process pool;
+    rows sorted by gain (largest first), a pressure that cannot apply last with its reason.
+    Pressures that do not apply here at all (their lever is already pulled) have no row."""
     from twin.config.load import apply_overrides
 
-    base_data = scenario.model_dump(mode="json")
+    plan = base.plan
+    base_data = plan.scenario.model_dump(mode="json")
     jobs: list[tuple[Pressure, dict]] = []
     for pressure in resolve_pressures(pressures):
-        overrides = pressure.overrides(scenario, base_report)
+        overrides = pressure.overrides(plan, base)
         for alternative in [overrides] if isinstance(overrides, dict) else overrides or []:
             jobs.append((pressure, apply_overrides(base_data, alternative)))
-    workers = workers if workers is not None else min(len(jobs), os.cpu_count() or 1)
-    if workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            reports = list(pool.map(_simulate_data, [data for _, data in jobs]))
-    else:
-        reports = [_simulate_data(data) for _, data in jobs]
-    base = _useful(base_report)
-    base_gpus = sum(base_report["gpus"].values())
-    best: dict[str, dict] = {}  # per pressure, its best alternative (the first error if all fail)
+    reports = simulate_many([data for _, data in jobs], workers)
+    useful = base.useful_trajectories_per_hour
+    base_gpus = sum(base.gpus.values())
+    best: dict[str, Row] = {}  # per pressure, its best alternative (the first error if all fail)
     for (p, _), rep in zip(jobs, reports):
-        head = {"pressure": p.name, "short": p.short, "description": p.description, "link": p.link}
-        if "error" in rep:
-            best.setdefault(p.name, {**head, "error": rep["error"]})
+        if isinstance(rep, InputError):
+            best.setdefault(p.name, Row(p, error=rep.message))
             continue
-        useful = _useful(rep)
-        row = {
-            **head,
-            "step_time_s": rep["step_time_s"],
-            "useful_trajectories_per_hour": useful,
-            "gain": float(f"{useful / base - 1.0:.6g}") if base > 0 else 0.0,
-            "added_gpus": sum(rep["gpus"].values()) - base_gpus,
-        }
-        placed = rep["scenario"]["placement"]
-        if scenario.placement.mode == "colocated" and placed["mode"] != "colocated":
-            # the same GPUs re-placed as two pools
-            row["placement"] = {"rollout_gpus": placed["rollout"]["gpus"], "trainer_gpus": placed["trainer"]["gpus"]}
-        if row["gain"] > best.get(p.name, {}).get("gain", -math.inf):
+        now = rep["throughput"]["useful_trajectories_per_hour"]
+        placed = rep["plan"]
+        row = Row(
+            p, step_time_s=rep["step_time_s"], useful_trajectories_per_hour=now,
+            gain=float(f"{now / useful - 1.0:.6g}") if useful > 0 else 0.0,
+            added_gpus=sum(rep["gpus"].values()) - base_gpus,
+            placement=({"rollout_gpus": placed["rollout_gpus"], "trainer_gpus": placed["trainer_gpus"]}
+                       if plan.mode.shares_gpus and placed["mode"] != plan.mode.name else None),
+        )
+        held = best.get(p.name)
+        if held is None or held.gain is None or row.gain > held.gain:
             best[p.name] = row
     rows = list(best.values())
-    rows.sort(key=lambda r: (-r.get("gain", -math.inf), r["pressure"]))
+    rows.sort(key=lambda r: (-(r.gain if r.gain is not None else -math.inf), r.pressure.name))
     return rows
 
 
@@ -302,12 +343,23 @@ def diagnosis(bottleneck: list[dict], rows: list[dict]) -> str:
     return line + ("; " + ", ".join(parts) if parts else "")
 
 
-def verdict(scenario: Scenario, report: dict, pressures: Iterable[str] | None = None,
-            workers: int | None = None) -> dict[str, Any]:
-    """The ranked marginal gains and the one-line diagnosis; also fills each bottleneck row's
-    ``marginal_gain`` (the gain of adding hardware to that link)."""
-    rows = sensitivity(scenario, report, pressures, workers)
-    gains = {r["pressure"]: r.get("gain") for r in rows}
-    for row in report["bottleneck"]:
-        row["marginal_gain"] = gains.get(OWN_PRESSURE.get(row["link"]) or "")
-    return {"diagnosis": diagnosis(report["bottleneck"], rows), "marginal_gains": rows}
+@dataclass(frozen=True)
+class Verdict:
+    """The ranked marginal gains and the one-line diagnosis."""
+
+    diagnosis: str
+    rows: list[Row] = field(default_factory=list)
+
+    def gain_by_link(self) -> dict[str, float | None]:
+        """Each link's marginal gain: that of the pressure adding hardware to it."""
+        gains = {r.pressure.name: r.gain for r in self.rows}
+        return {link: gains.get(name or "") for link, name in OWN_PRESSURE.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"diagnosis": self.diagnosis, "marginal_gains": [r.to_dict() for r in self.rows]}
+
+
+def judge(report: Report, pressures: Iterable[PressureSpec] | None = None, workers: int | None = None) -> Verdict:
+    """The verdict on a report: every pressure re-simulated, ranked, and the diagnosis."""
+    rows = sensitivity(report, pressures, workers)
+    return Verdict(diagnosis(report.data["bottleneck"], [r.to_dict() for r in rows]), rows)

@@ -1,13 +1,13 @@
 import pytest
 
 from twin.analysis import metrics
-from twin.config.load import load_scenario
+from twin.runner import plan as plan_of
 from twin.sim.result import SimResult, StepRecord
 from twin.sim.timeline import Timeline
 
 
 def _result(mode="disaggregated"):
-    s = load_scenario({"model": "qwen3-4b", "placement": {"mode": mode}})
+    s = plan_of({"model": "qwen3-4b", "placement": {"mode": mode}})
     tl = Timeline()
     tl.resource("rollout/engine-0")
     tl.resource("trainer/pool")
@@ -43,10 +43,10 @@ def test_rollout_capacity_is_the_full_batch_rate_of_every_engine():
     r = _result()
     from twin.cost.engine import engine_costs
 
-    costs = engine_costs(r.scenario)
+    costs = engine_costs(r.plan)
     context = 800 / 8 - 600 / 8 / 2
     batch = min(costs.max_num_seqs, costs.kv_capacity_tokens // context)
-    expected = r.scenario.rollout_engines * batch / costs.decode_time(batch, batch * context)
+    expected = r.plan.rollout_engines * batch / costs.decode_time(batch, batch * context)
     assert metrics.rollout_capacity_tokens_per_s(r) == pytest.approx(expected)
 
 

@@ -38,7 +38,7 @@ def test_missing_suites_are_a_clear_error(tmp_path, target, synthetic_store):
 def test_yaml_round_trip_and_the_profile_drives_the_twin(tmp_path, target, synthetic_store):
     from twin.check import check_report
     from twin.config.hardware import parse_profile
-    from twin.config.load import load_scenario
+    from twin.runner import plan as plan_of
     from twin.cost.engine import engine_costs
 
     data = profile.device_profile(target, synthetic_store, "python -m calibrate", "cpu.csv")
@@ -47,7 +47,7 @@ def test_yaml_round_trip_and_the_profile_drives_the_twin(tmp_path, target, synth
     loaded = yaml.safe_load(path.read_text())
     assert loaded == data
     assert parse_profile(loaded).overhead.per_kernel_s == pytest.approx(10e-6, rel=1e-3)
-    scenario = load_scenario("grpo-1.5b-async", [f"cluster.gpu={path.resolve()}"])
+    scenario = plan_of("grpo-1.5b-async", [f"cluster.gpu={path.resolve()}"])
     assert scenario.cluster.gpu.name == "cpu-test"
     costs = engine_costs(scenario)
     assert costs.overhead_s == pytest.approx(70e-6, rel=1e-3)

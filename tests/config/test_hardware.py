@@ -67,11 +67,13 @@ def test_parse_profile_picks_the_class_by_kind():
 def test_compute_scale_multiplies_the_compute_curves_and_nothing_else():
     from twin.config.load import load_scenario
     from twin.cost.roofline import attention_time, compute_time, memory_time
+    from twin.runner import plan
 
-    base = load_scenario("grpo-7b-colocated")
-    half = load_scenario("grpo-7b-colocated", ["cluster.compute_scale=0.5"])
-    g0, g1 = base.cluster.gpu, half.cluster.gpu
+    base = plan("grpo-7b-colocated")
+    half = plan("grpo-7b-colocated", ["cluster.compute_scale=0.5"])
+    g0, g1 = base.gpu, half.gpu
     assert g1.name.endswith("× 0.5 compute") and g0.name == "h100-sxm"  # the shared profile untouched
+    assert half.cluster.gpu.name == "h100-sxm"  # the input keeps the profile as given
     flops = 1e12
     assert compute_time(flops, g1, "bf16", 1e10, 4096) == pytest.approx(2 * compute_time(flops, g0, "bf16", 1e10, 4096))
     assert attention_time(1e9, g1, "bf16") == pytest.approx(2 * attention_time(1e9, g0, "bf16"))
@@ -81,15 +83,16 @@ def test_compute_scale_multiplies_the_compute_curves_and_nothing_else():
 
 
 def test_a_scaled_scenario_round_trips_through_its_dump_scaled_once():
-    """The verdict re-simulates pressures from ``model_dump``: the dump holds the profile as given
-    and compute_scale beside it, so a reload scales once; overriding the scale rescales from it."""
-    from twin.config.load import apply_overrides, load_scenario
+    """The verdict re-simulates pressures from ``model_dump``: the scenario holds the profile as
+    given and compute_scale beside it, the plan scales once; overriding the scale rescales from it."""
+    from twin.config.load import apply_overrides
+    from twin.runner import plan
 
-    s = load_scenario("grpo-7b-colocated", ["cluster.compute_scale=0.5"])
-    data = s.model_dump(mode="json")
-    again = load_scenario(data)
-    assert again.cluster.gpu.compute.gemm_efficiency.points == s.cluster.gpu.compute.gemm_efficiency.points
-    quarter = load_scenario(apply_overrides(data, {"cluster.compute_scale": 0.25}))
-    base = load_scenario("grpo-7b-colocated")
-    assert quarter.cluster.gpu.compute.gemm_efficiency.at(1e12) == pytest.approx(
-        0.25 * base.cluster.gpu.compute.gemm_efficiency.at(1e12))
+    s = plan("grpo-7b-colocated", ["cluster.compute_scale=0.5"])
+    data = s.scenario.model_dump(mode="json")
+    again = plan(data)
+    assert again.gpu.compute.gemm_efficiency.points == s.gpu.compute.gemm_efficiency.points
+    quarter = plan(apply_overrides(data, {"cluster.compute_scale": 0.25}))
+    base = plan("grpo-7b-colocated")
+    assert quarter.gpu.compute.gemm_efficiency.at(1e12) == pytest.approx(
+        0.25 * base.gpu.compute.gemm_efficiency.at(1e12))

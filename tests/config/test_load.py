@@ -18,11 +18,16 @@ def test_every_builtin_scenario_loads():
         assert s.name == name
 
 
-def test_defaults_fill_placement_by_mode(base):
+def test_defaults_fill_placement_by_mode_in_the_plan_not_the_input(base):
+    from twin.plan import resolve
+
     colocated = load_scenario(base)
-    assert colocated.placement.rollout.gpus == colocated.placement.trainer.gpus == 8
-    split = load_scenario(base, ["placement.mode=disaggregated", "placement.trainer.gpus=2"])
-    assert (split.placement.rollout.gpus, split.placement.trainer.gpus) == (6, 2)
+    assert colocated.placement.rollout.gpus is None and colocated.placement.trainer.gpus is None
+    plan = resolve(colocated)
+    assert plan.rollout_gpus == plan.trainer_gpus == 8 and plan.gpus == {"shared": 8}
+    split = resolve(load_scenario(base, ["placement.mode=disaggregated", "placement.trainer.gpus=2"]))
+    assert (split.rollout_gpus, split.trainer_gpus) == (6, 2)
+    assert split.scenario.placement.rollout.gpus is None  # derived, never written back
 
 
 def test_algorithm_defaults():

@@ -1,11 +1,11 @@
 import pytest
 
-from twin.config.load import load_scenario
+from twin.runner import plan as plan_of
 from twin.cost.collectives import Topology, bus_factor
 
 
 def topo(**cluster) -> Topology:
-    return Topology(load_scenario({"model": "qwen3-4b", "cluster": cluster}).cluster)
+    return Topology(plan_of({"model": "qwen3-4b", "cluster": cluster}).cluster)
 
 
 def test_bus_bandwidth_factors_as_nccl_tests():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from twin.config.hardware import parse_profile
-from twin.config.load import load_scenario
+from twin.runner import plan as plan_of
 from twin.config.model import ModelArch
 from twin.config.registry import resolve_model
 from twin.cost import transformer as tf
@@ -107,7 +107,7 @@ def test_gemm_efficiency_by_tokens_multiplies_the_flop_curve():
 
 
 def test_engine_adds_elementwise_time_outside_the_roofline_max():
-    s = load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpu": "h100-sxm"}})
+    s = plan_of({"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpu": "h100-sxm"}})
     c = engine_costs(s)
     n = 2048
     bytes_, ops = tf.elementwise_work(s.model, n, "generate", min(n, s.placement.rollout.max_num_seqs), "fused")

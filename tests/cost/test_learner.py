@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from twin.config.load import load_scenario
+from twin.runner import plan as plan_of
 from twin.cost.learner import (balance, balance_kernel, balance_reference, forward_pass_time, pipeline_factor,
                                rank_compute_time, update_time)
 
@@ -26,7 +26,7 @@ def test_balance_conserves_tokens_and_never_splits_a_sequence():
 
 
 def _scenario(gpus: int):
-    return load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": gpus // 8},
+    return plan_of({"model": "qwen2.5-7b", "cluster": {"nodes": gpus // 8},
                           "algorithm": {"minibatches": 16}})
 
 
@@ -47,7 +47,7 @@ def test_fused_kernels_cut_element_wise_time_most_for_small_models():
     seqs = np.full(512, 2048.0)
 
     def ratio(model: str) -> float:
-        s = {k: load_scenario({"model": model, "placement": {"trainer": {"kernels": k}}}) for k in ("eager", "fused")}
+        s = {k: plan_of({"model": model, "placement": {"trainer": {"kernels": k}}}) for k in ("eager", "fused")}
         return update_time(s["fused"], seqs) / update_time(s["eager"], seqs)
 
     small, large = ratio("qwen2.5-1.5b"), ratio("qwen3-32b")
@@ -56,7 +56,7 @@ def test_fused_kernels_cut_element_wise_time_most_for_small_models():
 
 
 def _sp_scenario(gpus: int, sp: int):
-    return load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": gpus // 8},
+    return plan_of({"model": "qwen2.5-7b", "cluster": {"nodes": gpus // 8},
                           "placement": {"trainer": {"sp": sp}}, "algorithm": {"minibatches": 16}})
 
 
@@ -95,14 +95,14 @@ def test_sequence_parallelism_is_checked_against_heads_and_gpus():
     from twin.errors import InputError
 
     with pytest.raises(InputError, match="placement.trainer.sp"):
-        load_scenario({"model": "qwen2.5-7b", "placement": {"trainer": {"sp": 8}}})  # 28 heads
+        plan_of({"model": "qwen2.5-7b", "placement": {"trainer": {"sp": 8}}})  # 28 heads
     with pytest.raises(InputError, match="tp × pp × sp"):
-        load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 6},
+        plan_of({"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 6},
                        "placement": {"trainer": {"sp": 4}}})
 
 
 def _pp_scenario(pp: int, micro_batch_tokens: int = 4096):
-    return load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 4},
+    return plan_of({"model": "qwen2.5-7b", "cluster": {"nodes": 4},
                           "placement": {"trainer": {"pp": pp, "micro_batch_tokens": micro_batch_tokens}}})
 
 
@@ -134,9 +134,9 @@ def test_tensor_parallel_all_reduces_are_priced_per_block_direction_and_micro_ba
     base = {"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 8},
             "placement": {"mode": "disaggregated", "rollout": {"gpus": 4},
                           "trainer": {"gpus": 4, "micro_batch_tokens": 4096, "recompute": True}}}
-    tp1 = load_scenario(base)
-    tp4 = load_scenario(base, {"placement.trainer.tp": 4})
-    tp2pp2 = load_scenario(base, {"placement.trainer.tp": 2, "placement.trainer.pp": 2})
+    tp1 = plan_of(base)
+    tp4 = plan_of(base, {"placement.trainer.tp": 4})
+    tp2pp2 = plan_of(base, {"placement.trainer.tp": 2, "placement.trainer.pp": 2})
     topo = Topology.of(tp4.cluster)
     assert tensor_parallel_time(tp1, topo, 8192.0, "train") == 0.0
     score = tensor_parallel_time(tp4, topo, 8192.0, "score")

@@ -1,15 +1,15 @@
 import pytest
 
-from twin.config.load import load_scenario
+from twin.runner import plan as plan_of
 from twin.cost.memory import (max_sequence_tokens, rollout_memory, trainer_activation_bytes, trainer_memory,
                               trainer_state_bytes)
 
 
 def test_llama70b_zero3_on_64_gpus_holds_16_bytes_per_param_sharded():
-    s = load_scenario({"model": "llama-3.1-70b", "cluster": {"nodes": 8},
+    s = plan_of({"model": "llama-3.1-70b", "cluster": {"nodes": 8},
                        "placement": {"mode": "disaggregated", "rollout": {"gpus": 32, "tp": 8},
                                      "trainer": {"gpus": 64 - 32}}})
-    s64 = load_scenario({"model": "llama-3.1-70b", "cluster": {"nodes": 8}})
+    s64 = plan_of({"model": "llama-3.1-70b", "cluster": {"nodes": 8}})
     state = trainer_state_bytes(s64.model, s64)
     # ZeRO-3: (2 + 2 + 12) bytes × 70.55 B params / 64 GPUs = 17.6 GB per GPU.
     assert sum(state.values()) == pytest.approx(16 * s64.model.total_params / 64)
@@ -21,25 +21,25 @@ def test_llama70b_zero3_on_64_gpus_holds_16_bytes_per_param_sharded():
 def test_zero_stages_shard_progressively():
     base = {"model": "llama-3.1-8b"}
     totals = [sum(trainer_state_bytes(m.model, m).values()) for m in
-              (load_scenario(base, [f"placement.trainer.zero_stage={z}"]) for z in range(4))]
+              (plan_of(base, [f"placement.trainer.zero_stage={z}"]) for z in range(4))]
     assert totals[0] > totals[1] > totals[2] > totals[3]
     assert totals[0] == pytest.approx(16 * 8.03e9, rel=0.01)
 
 
 def test_big_model_on_one_gpu_does_not_fit():
-    s = load_scenario({"model": "llama-3.1-70b", "cluster": {"nodes": 1, "gpus_per_node": 1}})
+    s = plan_of({"model": "llama-3.1-70b", "cluster": {"nodes": 1, "gpus_per_node": 1}})
     assert not rollout_memory(s).fits and not trainer_memory(s).fits
 
 
 def test_kv_cache_is_what_the_engine_budget_leaves():
-    s = load_scenario({"model": "qwen2.5-7b", "placement": {"mode": "disaggregated"}})
+    s = plan_of({"model": "qwen2.5-7b", "placement": {"mode": "disaggregated"}})
     m = rollout_memory(s)
     assert m.used_bytes == pytest.approx(s.cluster.gpu.memory.capacity_bytes * 0.9)
     assert m.items["KV cache"] > 40e9
 
 
 def test_max_sequence_counts_turns_and_tool_replies():
-    s = load_scenario("agentic-search-4b")
+    s = plan_of("agentic-search-4b")
     # prompt 400 + 7 turns × 2048 + 6 replies × 1550
     assert max_sequence_tokens(s) == 400 + 7 * 2048 + 6 * 1550
 
@@ -47,7 +47,7 @@ def test_max_sequence_counts_turns_and_tool_replies():
 def test_a_1f1b_pipeline_keeps_a_whole_models_activations_on_its_first_stage():
     """Stage 0 holds pp micro-batches in flight, each through its 1/pp of the layers."""
     def acts(pp: int) -> float:
-        s = load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 4},
+        s = plan_of({"model": "qwen2.5-7b", "cluster": {"nodes": 4},
                            "placement": {"trainer": {"pp": pp, "recompute": False}}})
         return trainer_activation_bytes(s.model, s)["activations (micro-batch)"]
 

@@ -1,14 +1,14 @@
 import pytest
 import numpy as np
 
-from twin.config.load import load_scenario
+from twin.runner import plan as plan_of
 from twin.cost.engine import engine_costs
 from twin.cost.phases import generation_bound, phase_estimates, sample_step, step_estimate
 
 
 def test_generation_floor_stops_shrinking_with_more_engines():
     """The longest response decoded alone is a floor no number of GPUs removes."""
-    s = load_scenario("dapo-7b-h20-colocated")
+    s = plan_of("dapo-7b-h20-colocated")
     costs, step = engine_costs(s), sample_step(s)
     few = generation_bound(costs, 8, step)
     many = generation_bound(costs, 1024, step)
@@ -17,16 +17,16 @@ def test_generation_floor_stops_shrinking_with_more_engines():
 
 
 def test_step_sample_is_deterministic_and_respects_max():
-    s = load_scenario("agentic-search-4b")
+    s = plan_of("agentic-search-4b")
     a, b = sample_step(s), sample_step(s)
     assert np.array_equal(a.response, b.response) and np.array_equal(a.prompt, b.prompt)
     assert len(a.response) == s.algorithm.trajectories_per_step
 
 
 def test_colocated_step_is_the_sum_of_phases_and_async_the_max():
-    colo = load_scenario("grpo-7b-colocated")
+    colo = plan_of("grpo-7b-colocated")
     p = phase_estimates(colo)
     assert step_estimate(colo, p) == pytest.approx(sum(p.values()), rel=1e-12)
-    asy = load_scenario("grpo-1.5b-async")
+    asy = plan_of("grpo-1.5b-async")
     q = phase_estimates(asy)
     assert step_estimate(asy, q) < sum(q.values())

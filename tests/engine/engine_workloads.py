@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from twin.config.load import load_scenario
+from twin.runner import plan as plan_of
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.engine import EnginePool
 
@@ -38,7 +38,7 @@ def synthetic_costs(*, max_num_seqs: int = 8, budget: int = 64, block_size: int 
 @functools.cache
 def scenario_costs(**overrides) -> EngineCosts:
     """EngineCosts of the built-in scenario (tp=1), with optional ``--set``-style overrides."""
-    return engine_costs(load_scenario(overrides=overrides or None))
+    return engine_costs(plan_of(overrides=overrides or None))
 
 
 

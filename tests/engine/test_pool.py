@@ -163,6 +163,6 @@ def test_unknown_names_are_rejected(small_costs):
 
 
 def test_from_scenario_builds_one_engine_per_tp_group():
-    from twin.config.load import load_scenario
-    pool = EnginePool.from_scenario(load_scenario(overrides={"placement.rollout.tp": 2}))
+    from twin.runner import plan as plan_of
+    pool = EnginePool.from_scenario(plan_of(overrides={"placement.rollout.tp": 2}))
     assert pool.engines == 16 and pool.kind == "continuous" and pool.router == "least_loaded"

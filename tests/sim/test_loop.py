@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from twin.analysis import metrics
 from twin.analysis.report import build_report
-from twin.config.load import load_scenario
+from twin.runner import plan as plan_of
 from twin.cost.phases import learner_phases, switch_time
 from twin.cost.weight_sync import weight_sync_cost
 from twin.sim.loop import simulate
@@ -72,7 +72,7 @@ def _build(params: dict) -> dict:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(params=SCENARIOS)
 def test_loop_invariants(params):
-    s = load_scenario(_build(params))
+    s = plan_of(_build(params))
     result = simulate(s)
     steps = result.steps
     # Every optimizer step happened, in order, and simulated time never runs backwards.
@@ -98,15 +98,15 @@ def test_same_scenario_and_seed_give_identical_reports():
                    "algorithm.responses_per_prompt": 4, "placement.rollout.engine": "continuous",
                    "placement.rollout.max_num_seqs": 64, "run.steps": 4, "run.seed": 7,
                    "multi_turn": True, "sandbox_workers": 4, "eval_every": 2})
-    a = json.dumps(build_report(simulate(load_scenario(data))), sort_keys=True)
-    b = json.dumps(build_report(simulate(load_scenario(data))), sort_keys=True)
+    a = json.dumps(build_report(simulate(plan_of(data))), sort_keys=True)
+    b = json.dumps(build_report(simulate(plan_of(data))), sort_keys=True)
     assert a == b
-    c = json.dumps(build_report(simulate(load_scenario(data, ["run.seed=8"]))), sort_keys=True)
+    c = json.dumps(build_report(simulate(plan_of(data, ["run.seed=8"]))), sort_keys=True)
     assert c != a
 
 
 def test_colocated_step_is_the_sum_of_its_phases_plus_switch():
-    s = load_scenario(small())
+    s = plan_of(small())
     r = simulate(s)
     for rec in r.steps[1:]:
         gen = rec.phases["generation"]
@@ -123,7 +123,7 @@ def test_pipelined_step_is_the_slower_pool():
                      "algorithm.prompts_per_step": 64, "algorithm.responses_per_prompt": 16,
                      "workload.prompt_tokens": {"kind": "fixed", "value": 2000},
                      "workload.response_tokens": {"kind": "fixed", "value": 64}}
-    r = simulate(load_scenario(small(**short_answers, **{"placement.rollout.gpus": 7,
+    r = simulate(plan_of(small(**short_answers, **{"placement.rollout.gpus": 7,
                                                          "placement.trainer.gpus": 1})))
     steady = r.steps[-1]
     trainer_s = sum(v for k, v in steady.phases.items() if k not in ("generation", "reward", "tools"))
@@ -133,7 +133,7 @@ def test_pipelined_step_is_the_slower_pool():
     long_answers = dict(short_answers, **{"workload.prompt_tokens": {"kind": "fixed", "value": 100},
                                           "workload.response_tokens": {"kind": "fixed", "value": 4000},
                                           "algorithm.prompts_per_step": 8})
-    r = simulate(load_scenario(small(**long_answers, **{"placement.rollout.gpus": 1,
+    r = simulate(plan_of(small(**long_answers, **{"placement.rollout.gpus": 1,
                                                         "placement.trainer.gpus": 7})))
     steady = r.steps[-1]
     trainer_s = sum(v for k, v in steady.phases.items() if k not in ("generation", "reward", "tools"))
@@ -145,8 +145,8 @@ def test_async_beats_sync_on_a_long_tail():
     tail = {"workload.response_tokens": {"kind": "lognormal", "median": 300, "sigma": 1.3, "max": 8192},
             "algorithm.prompts_per_step": 32, "run.steps": 6,
             "placement.rollout.gpus": 4, "placement.trainer.gpus": 4}
-    sync = simulate(load_scenario(small(**tail, **{"placement.mode": "disaggregated"})))
-    asyn = simulate(load_scenario(small(**tail, **{"placement.mode": "async", "algorithm.staleness": 2,
+    sync = simulate(plan_of(small(**tail, **{"placement.mode": "disaggregated"})))
+    asyn = simulate(plan_of(small(**tail, **{"placement.mode": "async", "algorithm.staleness": 2,
                                                    "algorithm.partial_rollout": True})))
     assert metrics.step_time(asyn) < 0.9 * metrics.step_time(sync)
 
@@ -154,7 +154,7 @@ def test_async_beats_sync_on_a_long_tail():
 def test_a_starved_sandbox_pool_makes_reward_bind():
     starved = small(**{"reward": {"kind": "sandbox", "workers": 2,
                                   "latency_s": {"kind": "fixed", "value": 5.0}}})
-    r = simulate(load_scenario(starved))
+    r = simulate(plan_of(starved))
     shares = metrics.critical_path_share(r)
     assert max(shares, key=shares.get) == "reward"
     assert metrics.utilization(r)["reward"] > 0.8
@@ -164,5 +164,5 @@ def test_staleness_drops_are_reported_not_trained_on():
     data = small(**{"placement.mode": "async", "algorithm.staleness": 0, "run.steps": 4,
                     "workload.response_tokens": {"kind": "lognormal", "median": 100, "sigma": 2.0,
                                                  "max": 4096}})
-    r = simulate(load_scenario(data))
+    r = simulate(plan_of(data))
     assert all(rec.max_staleness == 0 for rec in r.steps)

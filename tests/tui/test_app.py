@@ -124,9 +124,9 @@ async def test_mode_and_response_cap_apply_to_a_scenario_with_defaults():
         assert str(app.query_one("#whatif-mode").value) == "disaggregated"
         await pilot.press("r")
         await settle(pilot)
-        placement = app.whatif.data["scenario"]["placement"]
+        placement = app.whatif.data["plan"]
         assert placement["mode"] == "disaggregated"
-        assert placement["rollout"]["gpus"] + placement["trainer"]["gpus"] <= 32
+        assert placement["rollout_gpus"] + placement["trainer_gpus"] <= 32
         responses = app.whatif.data["scenario"]["workload"]["response_tokens"]
         assert responses["max"] == 8192
         assert responses["kind"] == app.baseline.data["scenario"]["workload"]["response_tokens"]["kind"]
@@ -288,7 +288,7 @@ async def test_g_measures_the_marginal_gains_and_the_verdict_joins_the_report(sm
         await pilot.press("g")
         await settle(pilot, timeout=60)
         assert small_app.active_tab == "verdict"
-        verdict = small_app.baseline.data["verdict"]
+        verdict = small_app.baseline.to_dict()["verdict"]
         rows = table_rows(small_app, "#verdict-gains")
         assert [r[0] for r in rows] == [g["pressure"] for g in verdict["marginal_gains"]]
         assert shown(small_app, "#verdict-diagnosis") == "Diagnosis: " + verdict["diagnosis"]

@@ -11,7 +11,6 @@ from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from tui.figures import LINK_TITLE, diagnosis, gain_text, marginal_gains, pct
-from tui.jobs import sensitivity_available
 from tui.widgets.loop import NO_RUN
 from twin.render import pressure_note
 
@@ -76,6 +75,4 @@ class VerdictView(VerticalScroll):
         else:
             table.display = False
             title.update("[b]Marginal gains[/]: press [b]g[/] to measure them (re-simulates the "
-                         "scenario once per pressure)" if sensitivity_available() else
-                         "[$text-muted]Marginal gains per pressure: not available in this "
-                         "version of rltwin.[/]")
+                         "scenario once per pressure)")

@@ -7,6 +7,8 @@ default, instead of asking for the whole cluster twice.
 
 from __future__ import annotations
 
+import copy
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +82,18 @@ def form_overrides(typed: dict[str, str], scenario: dict[str, Any]) -> dict[str,
         except ValueError:
             raise FormError(field, f"{raw!r} is not a whole number") from None
     return out
+
+
+def form_scenario(report: dict[str, Any]) -> dict[str, Any]:
+    """The scenario as the form shows it: the GPU counts a user left to the deployment mode
+    appear as the run resolved them (the report's ``plan``); editing one sets it."""
+    scenario = copy.deepcopy(report["scenario"])
+    plan = report.get("plan") or {}
+    for role in ("rollout", "trainer"):
+        placed = scenario["placement"][role]
+        if placed.get("gpus") is None and f"{role}_gpus" in plan:
+            placed["gpus"] = plan[f"{role}_gpus"]
+    return scenario
 
 
 def scenario_overrides(changes: dict[str, Any], scenario: dict[str, Any]) -> dict[str, Any]:
@@ -173,7 +187,7 @@ class WhatIfForm(Vertical):
         self.app.run_whatif(scenario_overrides(overrides, self.scenario))
 
     def show(self, baseline: dict[str, Any], whatif: dict[str, Any]) -> None:
-        changes = ", ".join(f"{BY_PATH[k].label} {_text(BY_PATH[k].current(baseline['scenario']))}→{v}"
+        changes = ", ".join(f"{BY_PATH[k].label} {_text(BY_PATH[k].current(form_scenario(baseline)))}→{v}"
                             for k, v in self.changes.items())
         self.say(f"[$success]✓[/] {escape(changes)}")
         self.query_one("#whatif-result", Static).update(

@@ -79,7 +79,7 @@ def throughput(result: SimResult) -> dict[str, float]:
     gpus = sum(result.gpus.values())
     tokens = sum(r.tokens for r in steps)
     trajs = sum(r.trajectories for r in steps)
-    bound = result.scenario.algorithm.staleness
+    bound = result.plan.algorithm.staleness
     useful = sum(r.trajectories for r in steps if r.max_staleness <= bound)
     hours = wall / 3600 if wall > 0 else float("nan")
     return {
@@ -108,9 +108,9 @@ def rollout_capacity_tokens_per_s(result: SimResult) -> float:
         return 0.0
     generated = sum(r.generated_tokens for r in steps) / trajectories
     context = sum(r.tokens for r in steps) / trajectories - generated / 2
-    costs = engine_costs(result.scenario)
+    costs = engine_costs(result.plan)
     batch = int(max(1, min(costs.max_num_seqs, costs.kv_capacity_tokens // max(context, 1.0))))
-    return result.scenario.rollout_engines * batch / costs.decode_time(batch, batch * context)
+    return result.plan.rollout_engines * batch / costs.decode_time(batch, batch * context)
 
 
 def link_utilization(result: SimResult, util: dict[str, float]) -> dict[str, float]:
@@ -129,7 +129,7 @@ def link_utilization(result: SimResult, util: dict[str, float]) -> dict[str, flo
     for rec in result.steps:
         for link, sec in rec.critical:
             held[link] += sec
-    colocated = result.scenario.placement.mode == "colocated"
+    colocated = result.plan.mode.shares_gpus
     rollout_time = (held["rollout"] + held["tools"] + held["reward"] + held["evaluation"]) if colocated else wall
     capacity = rollout_capacity_tokens_per_s(result)
     generated = result.counters.get("tokens_generated", 0.0)

@@ -51,7 +51,7 @@ def build_report(result: SimResult) -> dict[str, Any]:
     memory = {
         m.role: {"used_gib": _r(m.used_bytes / GiB), "capacity_gib": _r(m.capacity_bytes / GiB),
                  "headroom_gib": _r(m.headroom_bytes / GiB), "fits": m.fits}
-        for m in memory_report(result.scenario)
+        for m in memory_report(result.plan)
     }
     return {
         "step_time_s": _r(metrics.step_time(result)),
@@ -72,4 +72,5 @@ def build_report(result: SimResult) -> dict[str, Any]:
         "gpus": dict(result.gpus),
         "simulated_s": _r(result.wall_s),
         "scenario": resolved_dict(result.scenario),
+        "plan": result.plan.summary(),
     }

@@ -8,16 +8,18 @@ published workload of ../shared/validation/PUBLISHED.md E, as noted).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, PrivateAttr, ValidationInfo, field_serializer, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from twin.config.distributions import Component, Distribution, Fixed, Mixture
 from twin.config.hardware import DeviceProfile, HostProfile, LinkProfile, Strict
 from twin.config.model import ModelArch
 from twin.config.registry import resolve_model, resolve_profile
 from twin.errors import InputError
+from twin.modes import MODES, mode
+from twin.rewards import Reward, RuleReward
 
 Count = Annotated[int, Field(ge=1)]
 
@@ -80,21 +82,6 @@ class Cluster(Strict):
     _host = _profile(("host",), "cluster.host")
     _intra = _profile(("link",), "cluster.intra_node_link")
     _inter = _profile(("link",), "cluster.inter_node_link")
-
-    _unscaled_gpu: DeviceProfile | None = PrivateAttr(default=None)
-
-    @model_validator(mode="after")
-    def _scale_compute(self) -> Cluster:
-        if self.compute_scale != 1.0:
-            self._unscaled_gpu = self.gpu
-            _fill(self, {"gpu": self.gpu.with_compute_scaled(self.compute_scale)})
-        return self
-
-    @field_serializer("gpu")
-    def _dump_unscaled_gpu(self, gpu: DeviceProfile) -> DeviceProfile:
-        """A dump holds the profile as given and ``compute_scale`` beside it, so that reloading
-        it (the verdict's re-simulations do) scales once, not twice."""
-        return self._unscaled_gpu or gpu
 
     @property
     def total_gpus(self) -> int:
@@ -174,7 +161,8 @@ class TrainerPlacement(Strict):
 
 
 class Placement(Strict):
-    mode: Literal["colocated", "disaggregated", "async"] = "colocated"
+    mode: Literal[tuple(MODES)] = Field(
+        default="colocated", description="; ".join(f"{m.name}: {m.description}" for m in MODES.values()))
     rollout: RolloutPlacement = Field(default_factory=RolloutPlacement)
     trainer: TrainerPlacement = Field(default_factory=TrainerPlacement)
     reward_model_gpus: int = Field(default=0, ge=0, description="GPUs for a reward model or judge.")
@@ -272,52 +260,6 @@ class Workload(Strict):
         return int(self.response_tokens.upper_bound())
 
 
-# --------------------------------------------------------------------------- reward
-class RuleReward(Strict):
-    """A rule/verifier function run on the host; cost per sample on one CPU core."""
-
-    kind: Literal["rule"]
-    cpu_seconds: Distribution = Field(
-        default=Fixed(kind="fixed", value=0.0),
-        description="CPU seconds per sample (default: negligible; measure yours).",
-    )
-
-
-class SandboxReward(Strict):
-    """Code execution in a pool of CPU sandboxes (a many-server queue)."""
-
-    kind: Literal["sandbox"]
-    workers: Count = Field(description="Concurrent sandboxes.")
-    latency_s: Distribution = Field(description="Execution time of one sample, seconds.")
-    timeout_s: float = Field(default=30.0, gt=0)
-    failure_rate: float = Field(default=0.0, ge=0, lt=1, description="Fraction that fail and retry.")
-    max_retries: int = Field(default=1, ge=0)
-
-
-class ModelReward(Strict):
-    """A reward model (one forward pass per sample) on placement.reward_model_gpus."""
-
-    kind: Literal["reward_model"]
-    model: ModelArch
-    tp: Count = 1
-
-    _m = _model("reward.model")
-
-
-class JudgeReward(Strict):
-    """An LLM judge that generates a verdict per sample on placement.reward_model_gpus."""
-
-    kind: Literal["judge"]
-    model: ModelArch
-    tp: Count = 1
-    output_tokens: Distribution = Field(default=Fixed(kind="fixed", value=256))
-
-    _m = _model("reward.model")
-
-
-Reward = Annotated[Union[RuleReward, SandboxReward, ModelReward, JudgeReward], Field(discriminator="kind")]
-
-
 # --------------------------------------------------------------------------- weight sync
 class WeightSync(Strict):
     """How new weights reach the rollout engines after an optimizer step."""
@@ -370,74 +312,48 @@ class Scenario(Strict):
     _m = _model("model")
 
     @model_validator(mode="after")
-    def _place(self) -> Scenario:
-        """Fill GPU counts by mode and check that the pools fit the cluster."""
-        total, p = self.cluster.total_gpus, self.placement
-        rm = p.reward_model_gpus
-        if rm >= total:
-            raise InputError("reward-model GPUs leave none for rollout and training",
-                             field="placement.reward_model_gpus", value=rm, allowed=f"0..{total - 1}")
-        free = total - rm
-        if p.mode == "colocated":
-            rollout = p.rollout.gpus or free
-            trainer = p.trainer.gpus or free
-            if rollout > free or trainer > free:
-                field = "rollout" if rollout > free else "trainer"
-                raise InputError("colocated pools share the cluster's GPUs and cannot exceed them",
-                                 field=f"placement.{field}.gpus",
-                                 value=rollout if field == "rollout" else trainer,
-                                 allowed=f"1..{free} (cluster has {total}, reward model takes {rm})")
-        else:
-            rollout = p.rollout.gpus or (free - p.trainer.gpus if p.trainer.gpus else free // 2)
-            trainer = p.trainer.gpus or free - rollout
-            if rollout < 1 or trainer < 1 or rollout + trainer > free:
-                raise InputError(f"{p.mode} pools need their own GPUs",
-                                 field="placement.rollout.gpus", value=rollout,
-                                 allowed=f"rollout + trainer <= {free} (trainer asks {trainer})")
-        if rollout % p.rollout.tp:
-            raise InputError("rollout GPUs must split into whole engines of tp GPUs",
-                             field="placement.rollout.gpus", value=rollout,
-                             allowed=f"a multiple of placement.rollout.tp={p.rollout.tp}")
+    def _check_placement(self) -> Scenario:
+        """The pools must fit the cluster and split into whole engines and trainer ranks."""
+        placement_pools(self)
+        p = self.placement
         if p.rollout.tp > self.cluster.gpus_per_node:
             raise InputError("an engine's tensor parallelism must stay inside one node",
                              field="placement.rollout.tp", value=p.rollout.tp,
                              allowed=f"1..{self.cluster.gpus_per_node}")
-        split = p.trainer.tp * p.trainer.pp * p.trainer.sp
-        if trainer % split:
-            raise InputError("trainer GPUs must be a multiple of tp × pp × sp",
-                             field="placement.trainer.gpus", value=trainer, allowed=f"a multiple of {split}")
         if p.trainer.sp > 1 and self.model.num_heads % (p.trainer.tp * p.trainer.sp):
             raise InputError("Ulysses sequence parallelism splits attention heads: tp × sp must divide them",
                              field="placement.trainer.sp", value=p.trainer.sp,
                              allowed=f"tp × sp dividing the model's {self.model.num_heads} heads")
-        if p.mode == "colocated" and self.algorithm.staleness > 0:
-            raise InputError("a colocated synchronous run has no staleness",
+        if not mode(p.mode).allows_staleness and self.algorithm.staleness > 0:
+            raise InputError(f"a {p.mode} synchronous run has no staleness",
                              field="algorithm.staleness", value=self.algorithm.staleness,
-                             allowed="0 with mode colocated; use mode async for bounded staleness")
-        if self.reward.kind in ("reward_model", "judge") and rm == 0:
+                             allowed=f"0 with mode {p.mode}; use mode async for bounded staleness")
+        if self.reward.needs_gpus and p.reward_model_gpus == 0:
             raise InputError(f"a {self.reward.kind} reward needs GPUs",
                              field="placement.reward_model_gpus", value=0,
                              allowed=f">= reward.tp ({self.reward.tp})")
-        _fill(p.rollout, {"gpus": rollout})
-        _fill(p.trainer, {"gpus": trainer})
         return self
 
-    @property
-    def rollout_engines(self) -> int:
-        return self.placement.rollout.gpus // self.placement.rollout.tp
 
-    @property
-    def trainer_dp(self) -> int:
-        """Data-parallel groups: each takes whole sequences (sp GPUs share each of them)."""
-        t = self.placement.trainer
-        return t.gpus // (t.tp * t.pp * t.sp)
-
-    @property
-    def trainer_shards(self) -> int:
-        """GPUs that ZeRO/FSDP shards one tp × pp slice of the model over (data and sequence
-        parallel ranks alike)."""
-        t = self.placement.trainer
-        return t.gpus // (t.tp * t.pp)
+def placement_pools(scenario: Scenario) -> tuple[int, int]:
+    """GPUs of the (rollout, trainer) pools that the scenario's placement asks for: what the
+    user gave, the rest derived by its mode. Raises :class:`InputError` when they do not fit."""
+    total, p = scenario.cluster.total_gpus, scenario.placement
+    rm = p.reward_model_gpus
+    if rm >= total:
+        raise InputError("reward-model GPUs leave none for rollout and training",
+                         field="placement.reward_model_gpus", value=rm, allowed=f"0..{total - 1}")
+    rollout, trainer = mode(p.mode).pools(total - rm, p.rollout.gpus, p.trainer.gpus,
+                                          held=f" (cluster has {total}, reward model takes {rm})")
+    if rollout % p.rollout.tp:
+        raise InputError("rollout GPUs must split into whole engines of tp GPUs",
+                         field="placement.rollout.gpus", value=rollout,
+                         allowed=f"a multiple of placement.rollout.tp={p.rollout.tp}")
+    split = p.trainer.tp * p.trainer.pp * p.trainer.sp
+    if trainer % split:
+        raise InputError("trainer GPUs must be a multiple of tp × pp × sp",
+                         field="placement.trainer.gpus", value=trainer, allowed=f"a multiple of {split}")
+    return rollout, trainer
 
 
 def resolved_dict(scenario: Scenario) -> dict[str, Any]:

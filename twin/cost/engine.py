@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.config.scenario import Scenario
+from twin.plan import Plan
 from twin.cost import transformer as tf
 from twin.cost.collectives import Topology
 from twin.cost.memory import kv_shards, max_sequence_tokens, rollout_memory
@@ -84,14 +84,14 @@ class EngineCosts:
         return total
 
 
-def engine_costs(scenario: Scenario, kernels: tf.Kernels = "fused") -> EngineCosts:
-    """Tabulate the iteration cost of one rollout engine of ``scenario``.
+def engine_costs(plan: Plan, kernels: tf.Kernels = "fused") -> EngineCosts:
+    """Tabulate the iteration cost of one rollout engine of ``plan``.
 
     ``kernels``: the engine's element-wise kernels, ``fused`` as vLLM and SGLang run them,
     ``eager`` for a plain PyTorch ``generate`` (see ``transformer.layer_elementwise``).
     """
-    arch, gpu = scenario.model, scenario.cluster.gpu
-    r = scenario.placement.rollout
+    arch, gpu = plan.model, plan.gpu
+    r = plan.placement.rollout
     tp, dtype = r.tp, arch.dtype
     n = np.arange(r.max_num_batched_tokens + 1, dtype=np.float64)
     logit_tokens = np.minimum(n, r.max_num_seqs)  # sampling needs logits only per sequence
@@ -106,7 +106,7 @@ def engine_costs(scenario: Scenario, kernels: tf.Kernels = "fused") -> EngineCos
     weights_s = weight_bytes / memory_rate(gpu, float(weight_bytes[-1]))
     comm_s = np.zeros_like(n)
     if tp > 1:
-        topo = Topology.of(scenario.cluster)
+        topo = Topology.of(plan.cluster)
         fixed, per_byte = topo.collective_cost("all_reduce", topo.gpus(0, tp))
         # Megatron-style TP: two all-reduces of the hidden states per layer.
         hidden_bytes = n * arch.hidden_size * arch.bytes_per_param
@@ -140,7 +140,7 @@ def engine_costs(scenario: Scenario, kernels: tf.Kernels = "fused") -> EngineCos
     shards = kv_shards(arch, tp)
     kv_bytes_per_gpu_token = arch.kv_bytes_per_token / shards
     kv_s_per_token = kv_bytes_per_gpu_token / memory_rate(gpu, float(weight_bytes[-1]))
-    kv_bytes = rollout_memory(scenario).items["KV cache"]
+    kv_bytes = rollout_memory(plan).items["KV cache"]
     overhead = gpu.overhead.per_iteration_s if r.scheduling == "overlapped" else gpu.overhead.synchronous_step_s
     return EngineCosts(
         overhead_s=overhead,
@@ -153,6 +153,6 @@ def engine_costs(scenario: Scenario, kernels: tf.Kernels = "fused") -> EngineCos
         max_num_seqs=r.max_num_seqs,
         max_num_batched_tokens=r.max_num_batched_tokens,
         block_size=r.block_size,
-        max_model_len=max_sequence_tokens(scenario),
+        max_model_len=max_sequence_tokens(plan),
         elementwise_s=elementwise_s,
     )

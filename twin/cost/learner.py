@@ -32,7 +32,7 @@ import heapq
 
 import numpy as np
 
-from twin.config.scenario import Scenario
+from twin.plan import Plan
 from twin.cost import transformer as tf
 from twin.cost.collectives import Topology
 from twin.cost.roofline import (attention_backward_time, attention_time, compute_time, elementwise_time_by_class,
@@ -75,14 +75,14 @@ def balance(seqs: np.ndarray, ranks: int) -> tuple[np.ndarray, np.ndarray]:
     return balance_kernel(np.sort(np.asarray(seqs, dtype=np.float64))[::-1].copy(), ranks)
 
 
-def rank_compute_time(scenario: Scenario, tokens: float, pairs: float, kind: str,
+def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
                       kernels: tf.Kernels = "eager") -> float:
     """Compute seconds of one rank's pass over ``tokens`` tokens holding ``pairs`` causal
     attention pairs: ``kind`` 'score' (one forward, logits everywhere) or 'train' (forward
     + backward, + a recomputed forward with activation recomputation)."""
     if tokens <= 0:
         return 0.0
-    arch, t, gpu = scenario.model, scenario.placement.trainer, scenario.cluster.gpu
+    arch, t, gpu = plan.model, plan.placement.trainer, plan.gpu
     recompute = kind == "train" and t.recompute
     factor = 1.0 if kind == "score" else (4.0 if recompute else 3.0)
     split = t.tp * t.pp
@@ -112,22 +112,22 @@ def pipeline_factor(micro_batches: float, stages: int) -> float:
     return (micro_batches + stages - 1) / micro_batches
 
 
-def _pass_time(scenario: Scenario, seqs: np.ndarray, flop_factor: float, gathers: int,
+def _pass_time(plan: Plan, seqs: np.ndarray, flop_factor: float, gathers: int,
                reduce_scatters: int) -> float:
     """One pass over ``seqs`` split across the DP ranks; ``flop_factor`` 1 for a scoring
     forward, 3 or 4 (recompute) for forward + backward."""
     if len(seqs) == 0:
         return 0.0
-    arch, t = scenario.model, scenario.placement.trainer
-    tokens, pairs = balance(seqs, scenario.trainer_dp)
+    arch, t = plan.model, plan.placement.trainer
+    tokens, pairs = balance(seqs, plan.trainer_dp)
     tokens, pairs = tokens / t.sp, pairs / t.sp  # per GPU: a group's tokens, and its heads, split sp ways
     split = t.tp * t.pp
     kind = "score" if flop_factor == 1.0 else "train"
-    topo = Topology.of(scenario.cluster)
-    compute = np.array([rank_compute_time(scenario, float(n), float(p), kind, t.kernels)
-                        + ulysses_time(scenario, topo, float(n), kind)
-                        + tensor_parallel_time(scenario, topo, float(n), kind) for n, p in zip(tokens, pairs)])
-    shards = scenario.trainer_shards
+    topo = Topology.of(plan.cluster)
+    compute = np.array([rank_compute_time(plan, float(n), float(p), kind, t.kernels)
+                        + ulysses_time(plan, topo, float(n), kind)
+                        + tensor_parallel_time(plan, topo, float(n), kind) for n, p in zip(tokens, pairs)])
+    shards = plan.trainer_shards
     if t.zero_stage < 3 or shards == 1:
         return float(compute.max())
     group = topo.gpus(0, shards)
@@ -138,7 +138,7 @@ def _pass_time(scenario: Scenario, seqs: np.ndarray, flop_factor: float, gathers
     return float(np.maximum(compute, micro * per_micro).max())
 
 
-def ulysses_time(scenario: Scenario, topo: Topology, tokens: float, kind: str) -> float:
+def ulysses_time(plan: Plan, topo: Topology, tokens: float, kind: str) -> float:
     """All-to-all seconds of Ulysses sequence parallelism for a GPU holding ``tokens`` tokens.
 
     Around each layer's attention, q, k and v go from sequence-sharded to head-sharded and
@@ -147,7 +147,7 @@ def ulysses_time(scenario: Scenario, topo: Topology, tokens: float, kind: str) -
     exchanges sit between the projections and the attention kernel, so they do not overlap
     with compute. Zero without sequence parallelism.
     """
-    t, arch = scenario.placement.trainer, scenario.model
+    t, arch = plan.placement.trainer, plan.model
     if t.sp == 1 or tokens <= 0:
         return 0.0
     forwards = 1 if kind == "score" else (2 if t.recompute else 1)
@@ -161,7 +161,7 @@ def ulysses_time(scenario: Scenario, topo: Topology, tokens: float, kind: str) -
     return directions * arch.num_layers / t.pp * per_layer
 
 
-def tensor_parallel_time(scenario: Scenario, topo: Topology, tokens: float, kind: str) -> float:
+def tensor_parallel_time(plan: Plan, topo: Topology, tokens: float, kind: str) -> float:
     """All-reduce seconds of Megatron tensor parallelism for a GPU holding ``tokens`` tokens.
 
     A layer's attention and MLP blocks each end in a row-parallel GEMM whose partial outputs
@@ -170,7 +170,7 @@ def tensor_parallel_time(scenario: Scenario, topo: Topology, tokens: float, kind
     Megatron-LM §3; sequence parallelism turns each into a reduce-scatter and an all-gather
     of the same bytes, Korthikanti et al. 2022). They sit between dependent GEMMs, so they
     do not overlap with compute; a stage runs its 1/pp of the layers. Zero without TP."""
-    t, arch = scenario.placement.trainer, scenario.model
+    t, arch = plan.placement.trainer, plan.model
     if t.tp == 1 or tokens <= 0:
         return 0.0
     forwards = 1 if kind == "score" else (2 if t.recompute else 1)
@@ -181,28 +181,28 @@ def tensor_parallel_time(scenario: Scenario, topo: Topology, tokens: float, kind
     return directions * 2 * arch.num_layers / t.pp * micro * per_block
 
 
-def forward_pass_time(scenario: Scenario, seqs: np.ndarray) -> float:
+def forward_pass_time(plan: Plan, seqs: np.ndarray) -> float:
     """A scoring pass (old log-probs, reference, values): one forward with logits everywhere."""
-    return _pass_time(scenario, seqs, 1.0, gathers=1, reduce_scatters=0)
+    return _pass_time(plan, seqs, 1.0, gathers=1, reduce_scatters=0)
 
 
-def update_time(scenario: Scenario, seqs: np.ndarray) -> float:
+def update_time(plan: Plan, seqs: np.ndarray) -> float:
     """PPO epochs × mini-batches of forward + backward (+ recompute), each ending in an
     optimizer step; mini-batches are consecutive slices of the step's sequences."""
-    a, t = scenario.algorithm, scenario.placement.trainer
+    a, t = plan.algorithm, plan.placement.trainer
     factor = 4.0 if t.recompute else 3.0
     gathers = 3 if t.recompute else 2  # forward, backward (and the recomputed forward)
     total = 0.0
     for _ in range(a.ppo_epochs):
         for chunk in np.array_split(np.asarray(seqs), a.minibatches):
-            total += _pass_time(scenario, chunk, factor, gathers, reduce_scatters=1)
-            total += optimizer_time(scenario)
+            total += _pass_time(plan, chunk, factor, gathers, reduce_scatters=1)
+            total += optimizer_time(plan)
     return total
 
 
-def optimizer_time(scenario: Scenario) -> float:
+def optimizer_time(plan: Plan) -> float:
     """Adam step on one GPU's shard: read and write fp32 master, m, v and read the grads
     (memory-bound: 4·3·2 + 2 = 26 bytes per parameter)."""
-    t = scenario.placement.trainer
-    shard = scenario.model.total_params / (t.tp * t.pp * (scenario.trainer_shards if t.zero_stage >= 1 else 1))
-    return memory_time(26 * shard, scenario.cluster.gpu)
+    t = plan.placement.trainer
+    shard = plan.model.total_params / (t.tp * t.pp * (plan.trainer_shards if t.zero_stage >= 1 else 1))
+    return memory_time(26 * shard, plan.gpu)

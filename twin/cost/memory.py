@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.config.model import ModelArch
-from twin.config.scenario import Scenario
+from twin.plan import Plan
 from twin.errors import InputError
 
 GiB = 2**30
@@ -48,11 +48,11 @@ class RoleMemory:
         return self.problem is None and self.headroom_bytes >= 0
 
 
-def trainer_state_bytes(arch: ModelArch, scenario: Scenario) -> dict[str, float]:
+def trainer_state_bytes(arch: ModelArch, plan: Plan) -> dict[str, float]:
     """Weights, grads and optimizer state per trainer GPU (resident between steps)."""
-    t = scenario.placement.trainer
+    t = plan.placement.trainer
     psi = arch.total_params / (t.tp * t.pp)
-    dp = scenario.trainer_shards
+    dp = plan.trainer_shards
     shard = lambda stage: dp if t.zero_stage >= stage else 1  # noqa: E731
     items = {
         "weights (16-bit)": 2 * psi / shard(3),
@@ -62,10 +62,10 @@ def trainer_state_bytes(arch: ModelArch, scenario: Scenario) -> dict[str, float]
     return items
 
 
-def offloaded_state_bytes(arch: ModelArch, scenario: Scenario) -> float:
+def offloaded_state_bytes(arch: ModelArch, plan: Plan) -> float:
     """Trainer state moved to the host while the engine generates (colocated mode), and back
     for training: verl's param/optimizer offload, NeMo-RL's offload before refit."""
-    t, state = scenario.placement.trainer, trainer_state_bytes(arch, scenario)
+    t, state = plan.placement.trainer, trainer_state_bytes(arch, plan)
     moved = 0.0
     if t.offload_params:
         moved += state["weights (16-bit)"] + state["gradients (16-bit)"]
@@ -74,11 +74,11 @@ def offloaded_state_bytes(arch: ModelArch, scenario: Scenario) -> float:
     return moved
 
 
-def trainer_activation_bytes(arch: ModelArch, scenario: Scenario) -> dict[str, float]:
+def trainer_activation_bytes(arch: ModelArch, plan: Plan) -> dict[str, float]:
     """Peak activations of one trainer GPU. Under a 1F1B pipeline the first stage holds the
     activations of ``pp`` micro-batches in flight, each for its 1/pp of the layers: one whole
     model's worth (Korthikanti et al. 2022, section 4.2.3)."""
-    t = scenario.placement.trainer
+    t = plan.placement.trainer
     tokens = t.micro_batch_tokens
     layers = arch.num_layers / t.pp
     in_flight = t.pp
@@ -94,13 +94,13 @@ def trainer_activation_bytes(arch: ModelArch, scenario: Scenario) -> dict[str, f
     }
 
 
-def engine_workspace_bytes(arch: ModelArch, scenario: Scenario) -> float:
+def engine_workspace_bytes(arch: ModelArch, plan: Plan) -> float:
     """Peak activation workspace of one engine GPU during its biggest iteration.
 
     One layer's widest intermediate (the fused gate+up of the FFN) for the iteration's
     token budget, plus fp32 logits for every running sequence.
     """
-    r = scenario.placement.rollout
+    r = plan.placement.rollout
     ffn = arch.moe.expert_intermediate_size * arch.moe.experts_per_token if arch.moe else arch.intermediate_size
     layer = r.max_num_batched_tokens * (2 * ffn + 4 * arch.hidden_size) * arch.bytes_per_param / r.tp
     logits = r.max_num_seqs * arch.vocab_size * 4 / r.tp
@@ -112,22 +112,22 @@ def kv_shards(arch: ModelArch, tp: int) -> int:
     return 1 if arch.mla else min(tp, arch.num_kv_heads)
 
 
-def rollout_memory(scenario: Scenario) -> RoleMemory:
-    arch, cap = scenario.model, scenario.cluster.gpu.memory.capacity_bytes
-    r = scenario.placement.rollout
+def rollout_memory(plan: Plan) -> RoleMemory:
+    arch, cap = plan.model, plan.gpu.memory.capacity_bytes
+    r = plan.placement.rollout
     items: dict[str, float] = {}
-    if scenario.placement.mode == "colocated":
+    if plan.mode.shares_gpus:
         # The trainer's state stays resident while the engine runs, unless it is offloaded.
-        t = scenario.placement.trainer
-        for k, v in trainer_state_bytes(arch, scenario).items():
+        t = plan.placement.trainer
+        for k, v in trainer_state_bytes(arch, plan).items():
             offloaded = t.offload_optimizer if k.startswith("optimizer") else t.offload_params
             if not offloaded:
                 items[f"trainer {k}"] = v
     items["weights"] = arch.weight_bytes / r.tp
-    items["activation workspace"] = engine_workspace_bytes(arch, scenario)
+    items["activation workspace"] = engine_workspace_bytes(arch, plan)
     budget = cap * r.gpu_memory_utilization
     kv = budget - sum(items.values())
-    max_len = max_sequence_tokens(scenario)
+    max_len = max_sequence_tokens(plan)
     need = max_len * arch.kv_bytes_per_token / kv_shards(arch, r.tp)
     problem = None
     if kv <= 0:
@@ -141,9 +141,9 @@ def rollout_memory(scenario: Scenario) -> RoleMemory:
                       "placement.rollout" if problem else None)
 
 
-def trainer_memory(scenario: Scenario) -> RoleMemory:
-    arch, cap = scenario.model, scenario.cluster.gpu.memory.capacity_bytes
-    items = {**trainer_state_bytes(arch, scenario), **trainer_activation_bytes(arch, scenario)}
+def trainer_memory(plan: Plan) -> RoleMemory:
+    arch, cap = plan.model, plan.gpu.memory.capacity_bytes
+    items = {**trainer_state_bytes(arch, plan), **trainer_activation_bytes(arch, plan)}
     used = sum(items.values())
     problem = None
     if used > cap:
@@ -151,13 +151,13 @@ def trainer_memory(scenario: Scenario) -> RoleMemory:
     return RoleMemory("trainer", cap, items, problem, "placement.trainer" if problem else None)
 
 
-def memory_report(scenario: Scenario) -> list[RoleMemory]:
-    return [rollout_memory(scenario), trainer_memory(scenario)]
+def memory_report(plan: Plan) -> list[RoleMemory]:
+    return [rollout_memory(plan), trainer_memory(plan)]
 
 
-def max_sequence_tokens(scenario: Scenario) -> int:
+def max_sequence_tokens(plan: Plan) -> int:
     """Longest context a trajectory can reach: prompt + responses (+ tool replies)."""
-    w = scenario.workload
+    w = plan.workload
     prompt = _upper(w.prompt_tokens)
     per_turn = w.max_response_tokens
     mt = w.multi_turn
@@ -175,14 +175,14 @@ def _upper(dist) -> float:
     return float(np.quantile(dist.sample(np.random.default_rng(0), 100_000), 0.999))
 
 
-def memory_problem(scenario: Scenario, file: str | None = None) -> InputError | None:
+def memory_problem(plan: Plan, file: str | None = None) -> InputError | None:
     """The first role that does not fit, as an input error naming the field to change."""
     hints = {
         "rollout": "raise placement.rollout.tp or gpu_memory_utilization, shorten responses, or "
         "(colocated) offload trainer state with placement.trainer.offload_params/offload_optimizer",
         "trainer": "raise trainer GPUs, zero_stage or tp/pp; enable recompute; lower micro_batch_tokens",
     }
-    for m in memory_report(scenario):
+    for m in memory_report(plan):
         if not m.fits:
             return InputError(f"model does not fit in memory: {m.problem}", file=file,
                               field=m.field_path, allowed=hints[m.role])

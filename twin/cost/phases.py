@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.config.registry import resolve_profile
-from twin.config.scenario import Scenario
+from twin.plan import Plan
 from twin.cost import transformer as tf
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.cost.memory import offloaded_state_bytes
@@ -34,10 +34,10 @@ class StepSample:
         return self.prompt + self.response
 
 
-def sample_step(scenario: Scenario, rng: np.random.Generator | None = None) -> StepSample:
+def sample_step(plan: Plan, rng: np.random.Generator | None = None) -> StepSample:
     """The trajectories of one step, sampled as the simulation samples them."""
-    batch = sample_batch(scenario, scenario.algorithm.prompts_per_step,
-                         rng or np.random.default_rng(scenario.run.seed))
+    batch = sample_batch(plan, plan.algorithm.prompts_per_step,
+                         rng or np.random.default_rng(plan.run.seed))
     generated = batch.generated()
     return StepSample(batch.context() - generated, generated)
 
@@ -56,72 +56,51 @@ def generation_bound(costs: EngineCosts, engines: int, step: StepSample) -> dict
     return {"tail": float(tail), "bulk": float(bulk)}
 
 
-def learner_phases(scenario: Scenario, seqs: np.ndarray) -> dict[str, float]:
+def learner_phases(plan: Plan, seqs: np.ndarray) -> dict[str, float]:
     """Seconds of each learner phase for one step's sequences (prompt + response tokens)."""
-    a = scenario.algorithm
-    forward = forward_pass_time(scenario, seqs)
+    a = plan.algorithm
+    forward = forward_pass_time(plan, seqs)
     out: dict[str, float] = {}
     if a.old_logprob:
         out["old_logprob"] = forward
     if a.reference:
         out["reference"] = forward
-    out["update_actor"] = update_time(scenario, seqs)
+    out["update_actor"] = update_time(plan, seqs)
     if a.critic:  # the value model: same architecture, a forward for values and its own update
         out["critic"] = forward + out["update_actor"]
     return {k: float(v) for k, v in out.items()}
 
 
-def switch_time(scenario: Scenario) -> float:
+def switch_time(plan: Plan) -> float:
     """Colocated mode, one direction: the engine sleeps (weights to the host, KV cache freed)
     or wakes (weights back), and offloaded trainer state moves the other way, over the
     GPU's host link."""
-    arch, link = scenario.model, resolve_host_link(scenario)
-    moved = arch.weight_bytes / scenario.placement.rollout.tp + offloaded_state_bytes(arch, scenario)
+    arch, link = plan.model, plan.host_link
+    moved = arch.weight_bytes / plan.placement.rollout.tp + offloaded_state_bytes(arch, plan)
     return moved / (link.bandwidth_bytes_per_s * link.efficiency.at(moved)) + link.latency_s
 
 
-def resolve_host_link(scenario: Scenario):
-    name = scenario.cluster.gpu.host_link or "pcie5"
-    return resolve_profile(name, ("link",), "cluster.gpu.host_link")
-
-
-def phase_estimates(scenario: Scenario) -> dict[str, float]:
+def phase_estimates(plan: Plan) -> dict[str, float]:
     """Lower bound of each phase of one step, seconds."""
-    step = sample_step(scenario)
-    gen = generation_bound(engine_costs(scenario), scenario.rollout_engines, step)
-    out = {"generation": max(gen["tail"], gen["bulk"]), "reward": reward_bound(scenario, len(step.response))}
-    out.update(learner_phases(scenario, step.sequence))
-    if scenario.placement.mode == "colocated":
-        out["switch"] = 2 * switch_time(scenario)
-    out["weight_sync"] = weight_sync_cost(scenario).total_s
+    step = sample_step(plan)
+    gen = generation_bound(engine_costs(plan), plan.rollout_engines, step)
+    out = {"generation": max(gen["tail"], gen["bulk"]), "reward": plan.reward.bound(plan, step.sequence)}
+    out.update(learner_phases(plan, step.sequence))
+    if plan.mode.shares_gpus:
+        out["switch"] = 2 * switch_time(plan)
+    out["weight_sync"] = weight_sync_cost(plan).total_s
     return {k: float(v) for k, v in out.items()}
 
 
-def reward_bound(scenario: Scenario, n: int) -> float:
-    """Total reward work spread perfectly over its servers."""
-    r = scenario.reward
-    if r.kind == "rule":
-        cores = scenario.cluster.cpu_cores * scenario.cluster.nodes
-        return n * r.cpu_seconds.clipped_mean() / cores
-    if r.kind == "sandbox":
-        return n * min(r.latency_s.clipped_mean(), r.timeout_s) / r.workers / (1 - r.failure_rate)
-    gpus = scenario.placement.reward_model_gpus
-    arch = r.model
-    seqs = sample_step(scenario).sequence
-    flops = tf.logprob_flops(arch, seqs)
-    if r.kind == "judge":
-        out = r.output_tokens.clipped_mean()
-        flops += 2.0 * tf.body_params(arch) * out * n
-    return compute_time(flops / gpus, scenario.cluster.gpu, arch.dtype,
-                        tf.gemm_flops_per_call(arch, 8192))
+def reward_bound(plan: Plan, n: int) -> float:
+    """Total reward work of one step's ``n`` samples spread perfectly over its servers."""
+    return plan.reward.bound(plan, np.resize(sample_step(plan).sequence, n))
 
 
-def step_estimate(scenario: Scenario, phases: dict[str, float]) -> float:
+def step_estimate(plan: Plan, phases: dict[str, float]) -> float:
     """A step's lower bound from its phases, by deployment mode."""
     rollout = phases["generation"] + phases["reward"]
     train = sum(v for k, v in phases.items() if k not in ("generation", "reward", "weight_sync", "switch"))
-    if scenario.placement.mode == "colocated":
-        return rollout + train + phases["weight_sync"] + phases["switch"]
-    if scenario.placement.mode == "disaggregated" and scenario.algorithm.staleness == 0:
-        return rollout + train + phases["weight_sync"]
+    if plan.mode.serial(plan.algorithm.staleness):
+        return rollout + train + phases["weight_sync"] + phases.get("switch", 0.0)
     return max(rollout, train + phases["weight_sync"])

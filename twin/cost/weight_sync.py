@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twin.config.scenario import Scenario
+from twin.plan import Plan
 from twin.cost.collectives import Topology
 
 # verl issue 7060 (H100, NCCL full broadcast): Qwen2.5-72B, ~23.5 s of sender-side gathering
@@ -58,36 +58,36 @@ class WeightSyncCost:
         return self.gather_convert_s + self.wire_s + self.load_s
 
 
-def sync_method(scenario: Scenario) -> str:
-    m = scenario.weight_sync.method
+def sync_method(plan: Plan) -> str:
+    m = plan.weight_sync.method
     if m == "auto":
-        return "reshard" if scenario.placement.mode == "colocated" else "nccl_broadcast"
+        return plan.mode.auto_weight_sync
     return m
 
 
-def convert_rate(scenario: Scenario) -> float:
-    return scenario.weight_sync.gather_convert_bytes_per_s or CONVERT_BYTES_PER_S
+def convert_rate(plan: Plan) -> float:
+    return plan.weight_sync.gather_convert_bytes_per_s or CONVERT_BYTES_PER_S
 
 
-def staging_rate(scenario: Scenario) -> float:
-    return scenario.weight_sync.staging_bytes_per_s or STAGING_BYTES_PER_S
+def staging_rate(plan: Plan) -> float:
+    return plan.weight_sync.staging_bytes_per_s or STAGING_BYTES_PER_S
 
 
-def weight_sync_cost(scenario: Scenario) -> WeightSyncCost:
+def weight_sync_cost(plan: Plan) -> WeightSyncCost:
     """Seconds to move one new set of weights from the trainer into every engine."""
-    arch, ws, p = scenario.model, scenario.weight_sync, scenario.placement
-    topo = Topology.of(scenario.cluster)
-    method = sync_method(scenario)
+    arch, ws, p = plan.model, plan.weight_sync, plan.placement
+    topo = Topology.of(plan.cluster)
+    method = sync_method(plan)
     w = arch.weight_bytes
     tp = p.rollout.tp
-    trainer = topo.gpus(0, p.trainer.gpus)
+    trainer = topo.gpus(0, plan.trainer_gpus)
     if method == "reshard":
         wire = topo.collective_time("all_gather", w / (p.trainer.tp * p.trainer.pp), trainer)
-        return WeightSyncCost(method, 0.0, wire, w / tp / staging_rate(scenario))
-    rollout = topo.gpus(p.trainer.gpus, p.rollout.gpus)  # pools laid out trainer first
+        return WeightSyncCost(method, 0.0, wire, w / tp / staging_rate(plan))
+    rollout = topo.gpus(plan.trainer_gpus, plan.rollout_gpus)  # pools laid out trainer first
     if method == "nccl_broadcast":
         wire = topo.collective_time("broadcast", w, [0] + rollout)
-        return WeightSyncCost(method, w / convert_rate(scenario), wire, w / tp / staging_rate(scenario))
+        return WeightSyncCost(method, w / convert_rate(plan), wire, w / tp / staging_rate(plan))
     if method == "nccl_reshard":
         bulk = arch.ffn_params * arch.bytes_per_param
         misc = w - bulk
@@ -95,9 +95,9 @@ def weight_sync_cost(scenario: Scenario) -> WeightSyncCost:
         # The bulk moves point to point: a rollout GPU's shard arrives over its own link,
         # while the trainer GPUs send in parallel; the misc part is one packed broadcast.
         fixed, per_byte = topo.collective_cost("p2p", [0, rollout[0]])
-        send_per_gpu = bulk * (len(rollout) // tp) / p.trainer.gpus
+        send_per_gpu = bulk * (len(rollout) // tp) / plan.trainer_gpus
         wire = fixed + per_byte * max(per_gpu, send_per_gpu)
         wire += topo.collective_time("broadcast", misc, [0] + rollout)
-        return WeightSyncCost(method, 0.0, wire, (per_gpu + misc) / staging_rate(scenario))
-    gather = w / convert_rate(scenario)
-    return WeightSyncCost(method, gather, 2 * w / ws.storage_bytes_per_s, w / tp / staging_rate(scenario))
+        return WeightSyncCost(method, 0.0, wire, (per_gpu + misc) / staging_rate(plan))
+    gather = w / convert_rate(plan)
+    return WeightSyncCost(method, gather, 2 * w / ws.storage_bytes_per_s, w / tp / staging_rate(plan))

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from twin.config.scenario import Scenario
+from twin.plan import Plan
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.engine.backends import KernelBackend, ReferenceBackend
 from twin.engine.layout import check_costs, total_blocks
@@ -99,10 +99,10 @@ class EnginePool:
         self._last_arrival = -math.inf
 
     @classmethod
-    def from_scenario(cls, scenario: Scenario, *, backend: str = "kernel") -> "EnginePool":
-        """The rollout pool of ``scenario``: its engines, batching kind and router."""
-        r = scenario.placement.rollout
-        return cls(engine_costs(scenario), scenario.rollout_engines, kind=r.engine,
+    def from_scenario(cls, plan: Plan, *, backend: str = "kernel") -> "EnginePool":
+        """The rollout pool of ``plan``: its engines, batching kind and router."""
+        r = plan.placement.rollout
+        return cls(engine_costs(plan), plan.rollout_engines, kind=r.engine,
                    router=r.router, backend=backend)
 
     @property

@@ -1,15 +1,7 @@
 """The RL loop end to end: one trainer process in SimPy driving the experience producer.
 
-Deployment modes map onto one producer with three knobs (see :mod:`twin.sim.producer`):
-
-=============  ===========  ==========  ====================================================
-mode           staleness    admission   weight update reaches the engines
-=============  ===========  ==========  ====================================================
-colocated      0            batchwise   after the step, with the engine's sleep/wake switch
-disaggregated  0 … k        batchwise   between batches (sync at 0; k-step-off above)
-async          0 … η        streaming   interrupting generation (partial rollout) or
-                                        once the engines drain
-=============  ===========  ==========  ====================================================
+Deployment modes (:mod:`twin.modes`) map onto one producer with three knobs (see
+:mod:`twin.sim.producer`): staleness, batchwise or streaming admission, and partial rollout.
 
 Every step the trainer waits for its groups, runs the learner phases (old log-probs,
 reference, critic, update) on the trainer GPUs, pushes weights, and records what it waited
@@ -24,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import simpy
 
-from twin.config.scenario import Scenario
+from twin.plan import Plan
 from twin.cost.learner import optimizer_time
 from twin.cost.memory import memory_problem
 from twin.cost.phases import learner_phases, switch_time
@@ -36,32 +28,32 @@ from twin.sim.timeline import Timeline
 Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
 
 
-def simulate(scenario: Scenario, progress: Progress | None = None) -> SimResult:
-    """Simulate ``scenario.run.steps`` optimizer steps; deterministic for a scenario + seed.
+def simulate(plan: Plan, progress: Progress | None = None) -> SimResult:
+    """Simulate ``plan.run.steps`` optimizer steps; deterministic for a plan + seed.
 
     Raises :class:`~twin.errors.InputError` when a role does not fit in GPU memory.
     """
-    problem = memory_problem(scenario)
+    problem = memory_problem(plan)
     if problem is not None:
         raise problem
-    return _Loop(scenario, progress).run()
+    return _Loop(plan, progress).run()
 
 
 class _Loop:
-    def __init__(self, scenario: Scenario, progress: Progress | None) -> None:
-        self.s, self.progress = scenario, progress
-        mode, a = scenario.placement.mode, scenario.algorithm
-        self.rng = np.random.default_rng(scenario.run.seed)
+    def __init__(self, plan: Plan, progress: Progress | None) -> None:
+        self.s, self.progress = plan, progress
+        mode, a = plan.mode, plan.algorithm
+        self.rng = np.random.default_rng(plan.run.seed)
         self.timeline = Timeline()
-        self.sync = weight_sync_cost(scenario)
-        self.switch_s = switch_time(scenario) if mode == "colocated" else 0.0
+        self.sync = weight_sync_cost(plan)
+        self.switch_s = switch_time(plan) if mode.shares_gpus else 0.0
         # The least time from "batch ready" to "new weights at the engines": the producer's
         # windows stay below it so a batch found ready inside a window cannot be late.
-        safe = self.sync.total_s + optimizer_time(scenario) + 2 * self.switch_s
-        streaming = mode == "async"
+        safe = self.sync.total_s + optimizer_time(plan) + 2 * self.switch_s
+        streaming = mode.streaming
         pipelined = a.staleness > 0 or streaming
         self.producer = Producer(
-            scenario, self.timeline, self.rng,
+            plan, self.timeline, self.rng,
             staleness=a.staleness,
             batchwise=not streaming,
             partial=streaming and a.partial_rollout,
@@ -127,7 +119,7 @@ class _Loop:
         ev, prod = self.s.evaluation, self.producer
         start = prod.clock
         prod.submit_evaluation(ev.prompts, ev.samples_per_prompt)
-        if self.s.algorithm.staleness == 0 and self.s.placement.mode != "async":
+        if self.s.mode.serial(self.s.algorithm.staleness):
             prod.advance_to(math.inf)
             sec = max(0.0, prod.eval_end - max(start, rec.start))
             rec.phases["evaluation"] = sec
@@ -153,7 +145,6 @@ class _Loop:
     # ------------------------------------------------------------------ result
     def _result(self) -> SimResult:
         s, prod = self.s, self.producer
-        p = s.placement
         stats = prod.pool.stats()
         counters = {
             "trajectories_generated": float(prod.t.total),
@@ -166,12 +157,7 @@ class _Loop:
             "weight_sync_gather_convert_s": self.sync.gather_convert_s,
             "weight_sync_wire_s": self.sync.wire_s,
         }
-        gpus = {"rollout": p.rollout.gpus, "trainer": p.trainer.gpus}
-        if p.mode == "colocated":
-            gpus = {"shared": p.rollout.gpus}
-        if p.reward_model_gpus:
-            gpus["reward_model"] = p.reward_model_gpus
-        return SimResult(scenario=s, spans=self.timeline.freeze(), steps=self.steps, gpus=gpus,
+        return SimResult(plan=s, spans=self.timeline.freeze(), steps=self.steps, gpus=s.gpus,
                          counters=counters, dropped=dict(prod.dropped))
 
 

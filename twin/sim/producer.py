@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.config.scenario import Scenario
+from twin.plan import Plan
 from twin.engine import EnginePool
 from twin.sim.reward import RewardService
 from twin.sim.timeline import Timeline
@@ -93,11 +93,11 @@ class Ready:
 
 
 class Producer:
-    def __init__(self, scenario: Scenario, timeline: Timeline, rng: np.random.Generator,
+    def __init__(self, plan: Plan, timeline: Timeline, rng: np.random.Generator,
                  *, staleness: int, batchwise: bool, partial: bool, safe_window_s: float) -> None:
-        self.s, self.timeline, self.rng = scenario, timeline, rng
-        self.pool = EnginePool.from_scenario(scenario)
-        self.reward = RewardService(scenario, np.random.default_rng(rng.integers(2**63)))
+        self.s, self.timeline, self.rng = plan, timeline, rng
+        self.pool = EnginePool.from_scenario(plan)
+        self.reward = RewardService(plan, np.random.default_rng(rng.integers(2**63)))
         self.staleness, self.batchwise, self.partial = staleness, batchwise, partial
         self.safe_window_s = safe_window_s
         self.clock = 0.0
@@ -107,7 +107,7 @@ class Producer:
         self.submitted_groups = 0
         self.filtered_done = 0
         self.stale_groups = 0      # dropped for exceeding the staleness bound: replaced
-        mt = scenario.workload.multi_turn
+        mt = plan.workload.multi_turn
         self.tool_window = mt.tool_latency_s.lower_bound() if mt else math.inf
         self.t = Growable(group=np.int64, turn=np.int64, turn_end=np.int64, context=np.float64,
                           generated=np.float64, version=np.int64, gen_end=np.float64,
@@ -122,7 +122,7 @@ class Producer:
         self.eval_end = 0.0
         for e in range(self.pool.engines):
             timeline.resource(f"rollout/engine-{e}", 1.0)
-        timeline.resource(f"reward/{scenario.reward.kind}", float(self.reward.servers))
+        timeline.resource(f"reward/{plan.reward.kind}", float(self.reward.servers))
 
     # ------------------------------------------------------------------ admission
     def allowed_groups(self) -> int:
@@ -143,7 +143,7 @@ class Producer:
         if n <= 0:
             return
         a = self.s.algorithm
-        batch = sample_batch(self.s, n, self.rng)
+        batch = sample_batch(self.s.scenario, n, self.rng)
         g0 = self.g.total
         self.g.extend(n, size=a.responses_per_prompt, done=0, ready=math.inf,
                       filtered=batch.filtered, consumed=False, version=self.version, last=-1)
@@ -161,7 +161,7 @@ class Producer:
         n = prompts * samples
         if n == 0:
             return
-        batch = sample_batch(self.s, prompts, self.rng, responses=samples)
+        batch = sample_batch(self.s.scenario, prompts, self.rng, responses=samples)
         ids = EVAL_ID_BASE + np.arange(n, dtype=np.int64) + self.eval_pending
         gen = batch.generated()
         self.pool.submit(ids, batch.prompt.astype(np.int64), gen.astype(np.int64), self.clock)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from twin.config.scenario import Scenario
+from twin.plan import Plan
 from twin.sim.timeline import Spans
 
 # Phases of a step map onto the links of the RL loop for the verdict.
@@ -43,12 +44,16 @@ class StepRecord:
 
 @dataclass
 class SimResult:
-    scenario: Scenario
+    plan: Plan
     spans: Spans
     steps: list[StepRecord]
     gpus: dict[str, int]
     counters: dict[str, float] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.plan.scenario
 
     @property
     def wall_s(self) -> float:

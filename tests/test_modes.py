@@ -1,0 +1,72 @@
+"""Deployment modes and reward kinds: declared once, an unknown one is an error."""
+
+from __future__ import annotations
+
+import pytest
+import typing
+
+from twin.config.scenario import Placement
+from twin.errors import InputError
+from twin.modes import MODES, mode
+from twin.rewards import REWARD_KINDS
+from twin.runner import load, plan
+
+
+def test_the_scenario_accepts_exactly_the_registered_modes():
+    assert set(typing.get_args(Placement.model_fields["mode"].annotation)) == set(MODES)
+
+
+def test_an_unknown_mode_is_an_error_never_a_fallback():
+    with pytest.raises(InputError, match="placement.mode"):
+        mode("hybrid")
+    with pytest.raises(InputError, match="placement.mode"):
+        load("grpo-7b-colocated", {"placement.mode": "hybrid"})
+
+
+@pytest.mark.parametrize("name", sorted(MODES))
+def test_every_mode_places_pools_that_fit(name):
+    m = MODES[name]
+    rollout, trainer = m.pools(16, None, None)
+    gpus = m.gpus_by_role(rollout, trainer)
+    assert sum(gpus.values()) <= 16 and rollout >= 1 and trainer >= 1
+    assert m.serial(0) == (m.shares_gpus or not m.streaming)
+    assert not m.serial(1) or m.shares_gpus
+
+
+def test_separate_pools_split_what_the_user_left_unsaid():
+    m = MODES["disaggregated"]
+    assert m.pools(16, None, None) == (8, 8)
+    assert m.pools(16, None, 4) == (12, 4)
+    assert m.pools(16, 10, None) == (10, 6)
+    with pytest.raises(InputError):
+        m.pools(16, 12, 8)
+
+
+def test_the_scenario_accepts_exactly_the_registered_reward_kinds():
+    with pytest.raises(InputError) as err:
+        load("grpo-7b-colocated", {"reward": {"kind": "oracle"}})
+    allowed = err.value.message.rsplit("allowed:", 1)[1]
+    assert {k.strip() for k in allowed.split(",")} == {cls.model_fields["kind"].annotation.__args__[0]
+                                                       for cls in REWARD_KINDS}
+
+
+@pytest.mark.parametrize("reward, doubled", [
+    ({"kind": "rule"}, "cluster.host_cpu_cores"),
+    ({"kind": "sandbox", "workers": 8, "latency_s": {"kind": "fixed", "value": 1.0}}, "reward.workers"),
+    ({"kind": "reward_model", "model": "qwen2.5-1.5b"}, "placement.reward_model_gpus"),
+    ({"kind": "judge", "model": "qwen2.5-1.5b"}, "placement.reward_model_gpus"),
+])
+def test_every_reward_kind_serves_bounds_and_doubles(reward, doubled):
+    import numpy as np
+
+    over = {"reward": reward, "algorithm.prompts_per_step": 8}
+    if reward["kind"] in ("reward_model", "judge"):
+        over["placement.reward_model_gpus"] = 8
+        over["cluster.nodes"] = 5
+    p = plan("grpo-7b-colocated", over)
+    kind = p.reward
+    assert kind.servers(p) >= 1
+    service, failed, timeout = kind.service(p, np.random.default_rng(0), np.full(5, 1000.0))
+    assert service.shape[0] == failed.shape[0] == 5 and (service >= 0).all() and timeout > 0
+    assert kind.bound(p, np.full(5, 1000.0)) >= 0
+    assert doubled in kind.doubled(p)

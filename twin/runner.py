@@ -1,0 +1,179 @@
+"""The one pipeline every front end runs: load → resolve → check → simulate → report.
+
+The command line, the Python API, the TUI, the verdict and ``twin validate`` all call these
+functions, and the verdict's re-simulations go through the one process pool here
+(:func:`simulate_many`). A scenario's input is never changed: overrides apply to the input,
+which is then resolved again (:mod:`twin.plan`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from twin.config.load import DEFAULT_SCENARIO, load_scenario, scenario_path
+from twin.config.scenario import Scenario
+from twin.errors import InputError
+from twin.plan import Plan, resolve
+
+Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
+Source = Union[str, Path, Mapping, Scenario, None]  # a built-in name, a YAML path, data, or a Scenario
+
+
+def load(source: Source = None, overrides: Mapping[str, object] | Sequence[str] | None = None) -> Scenario:
+    """The validated scenario, with ``overrides`` (dotted paths, or ``path=value`` strings)
+    applied to its input. A :class:`Scenario` is re-validated from its data so that an
+    override may reach any field. Raises :class:`InputError` naming the bad field."""
+    if isinstance(source, Scenario):
+        source = source.model_dump(mode="json")
+    return load_scenario(source, overrides)
+
+
+def plan(source: Source = None, overrides: Mapping[str, object] | Sequence[str] | None = None) -> Plan:
+    """The scenario loaded and resolved, whether or not it fits in memory (``twin check``
+    describes one that does not; :func:`prepare` refuses it)."""
+    return resolve(load(source, overrides))
+
+
+def source_file(source: Source) -> str | None:
+    """The file a scenario reference names, for error messages (None for data)."""
+    if isinstance(source, (Mapping, Scenario)):
+        return None
+    return str(scenario_path(source if source is not None else DEFAULT_SCENARIO))
+
+
+def prepare(source: Source = None, overrides: Mapping[str, object] | Sequence[str] | None = None) -> Plan:
+    """Load, resolve, and check that every role fits in GPU memory: a plan ready to simulate.
+    Raises :class:`InputError` (naming the scenario file) when it is not."""
+    from twin.cost.memory import memory_problem
+
+    resolved = plan(source, overrides)
+    problem = memory_problem(resolved, source_file(source))
+    if problem is not None:
+        raise problem
+    return resolved
+
+
+@dataclass(frozen=True)
+class Report:
+    """The result of one simulation: the JSON report's figures as attributes.
+
+    ``data`` is the report of the DESIGN contract (plain, sorted, rounded); ``verdict`` the
+    marginal gains, when they were asked for. Neither is changed after it is made: the JSON
+    merges the verdict in (:meth:`to_dict`).
+    """
+
+    data: Mapping[str, Any]
+    plan: Plan = field(repr=False, compare=False)
+    result: Any = field(default=None, repr=False, compare=False)  # twin.sim.result.SimResult
+    verdict: Any = field(default=None, compare=False)               # twin.verdict.Verdict
+
+    @property
+    def step_time_s(self) -> float:
+        return self.data["step_time_s"]
+
+    @property
+    def breakdown(self) -> dict[str, float]:
+        return self.data["breakdown"]
+
+    @property
+    def utilization(self) -> dict[str, float]:
+        return self.data["utilization"]
+
+    @property
+    def throughput(self) -> dict[str, float]:
+        return self.data["throughput"]
+
+    @property
+    def useful_trajectories_per_hour(self) -> float:
+        return self.data["throughput"]["useful_trajectories_per_hour"]
+
+    @property
+    def bottleneck(self) -> list[dict[str, Any]]:
+        return self.to_dict()["bottleneck"]
+
+    @property
+    def binding_link(self) -> str | None:
+        """The link with the largest share of the critical path."""
+        rows = self.data["bottleneck"]
+        return rows[0]["link"] if rows else None
+
+    @property
+    def memory(self) -> dict[str, Any]:
+        return self.data["memory"]
+
+    @property
+    def gpus(self) -> dict[str, int]:
+        return self.data["gpus"]
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.plan.scenario
+
+    def with_verdict(self, verdict) -> Report:
+        return Report(self.data, self.plan, self.result, verdict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain data; with a verdict, each bottleneck row's ``marginal_gain``
+        and the ``verdict`` section."""
+        data = json.loads(json.dumps(self.data))  # a deep copy of plain data
+        if self.verdict is not None:
+            gains = self.verdict.gain_by_link()
+            for row in data["bottleneck"]:
+                row["marginal_gain"] = gains.get(row["link"])
+            data["verdict"] = self.verdict.to_dict()
+        return data
+
+    def to_json(self) -> str:
+        """The report as canonical JSON (sorted keys): byte-identical for a scenario + seed."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def chrome_trace(self) -> dict[str, Any]:
+        from twin.analysis.trace import chrome_trace
+
+        return chrome_trace(self.result.spans)
+
+
+def simulate(plan: Plan, progress: Progress | None = None) -> Report:
+    """Simulate a plan's ``run.steps`` optimizer steps: its report (no verdict)."""
+    from twin.analysis.report import build_report
+    from twin.sim.loop import simulate as simulate_loop
+
+    result = simulate_loop(plan, progress)
+    return Report(build_report(result), plan, result)
+
+
+def run(source: Source = None, overrides: Mapping[str, object] | Sequence[str] | None = None, *,
+        progress: Progress | None = None, verdict: bool = False, pressures: Sequence | None = None,
+        workers: int | None = None) -> Report:
+    """The whole pipeline: prepare, simulate, and with ``verdict`` the marginal gains."""
+    plan = prepare(source, overrides)
+    report = simulate(plan, progress)
+    if verdict:
+        from twin.verdict import judge
+
+        report = report.with_verdict(judge(report, pressures, workers=workers))
+    return report
+
+
+def _report_data(data: dict) -> dict | InputError:
+    """Worker: one scenario given as data → its report's data, or the input error it raises."""
+    try:
+        return dict(simulate(prepare(data)).data)
+    except InputError as exc:
+        return exc
+
+
+def simulate_many(scenarios: Sequence[dict], workers: int | None = None) -> list[dict | InputError]:
+    """Report data for each scenario (as data), in order, in up to ``workers`` processes
+    (default: one per CPU); an entry is the :class:`InputError` a scenario raised instead."""
+    workers = workers if workers is not None else min(len(scenarios), os.cpu_count() or 1)
+    if workers > 1 and len(scenarios) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(_report_data, scenarios))
+    return [_report_data(data) for data in scenarios]
