@@ -65,6 +65,14 @@ def test_an_empty_path_is_refused():
 def test_a_folder_is_refused(tmp_path):
     with pytest.raises(InputError, match="--trace: is a folder"):
         Outputs().add("--trace", tmp_path)
+    with pytest.raises(InputError, match="names a folder"):
+        Outputs().add("--trace", f"{tmp_path}/new/")
+
+
+def test_a_long_file_name_still_has_room_for_its_temporary(tmp_path):
+    name = "r" * 250 + ".json"
+    write_atomic("--json", tmp_path / name, "x")
+    assert (tmp_path / name).read_text() == "x" and leftovers(tmp_path) == []
 
 
 def test_a_missing_folder_is_named_and_not_created(tmp_path):

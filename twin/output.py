@@ -36,8 +36,8 @@ STDOUT = "-"
 
 @dataclass(frozen=True)
 class Target:
-    """One requested output: ``path`` as given, ``real`` the file that will be replaced (links
-    followed); both None when the option asked for standard output."""
+    """One requested output: ``given`` the path as typed, ``real`` the file that will be
+    replaced (links followed; None when the option asked for standard output with '-')."""
 
     option: str
     given: str | None
@@ -99,6 +99,8 @@ class Outputs:
         folder; the renames into place happen only when all of them succeeded, and with SIGINT
         held back until they are done. On any failure every temporary is removed and an
         :class:`InputError` names the option and path (a Ctrl-C is re-raised the same way).
+        Each rename is atomic, not the set of them: a target turned into a folder in the
+        instant between the last check and its rename would leave the files before it renamed.
         """
         unknown = set(texts) - set(self._targets)
         if unknown:
@@ -112,7 +114,7 @@ class Outputs:
             for target, text in jobs:
                 current = target
                 with _sigint_held():  # a temporary that exists is one that will be removed
-                    fd, temporary = tempfile.mkstemp(prefix=f".{target.real.name}.", suffix=".tmp",
+                    fd, temporary = tempfile.mkstemp(prefix=f".{target.real.name[:64]}.", suffix=".tmp",
                                                      dir=target.real.parent)
                     temporaries.append((target, temporary))
                     file = os.fdopen(fd, "wb")
@@ -164,6 +166,8 @@ def check_target(given: str, option: str, allowed: str = "a file path", *,
             raise refuse("is a folder")
         if not stat.S_ISREG(mode):
             raise refuse("is not a regular file (a device, pipe or socket), which is never replaced")
+    if given.endswith(("/", os.sep)):
+        raise refuse("names a folder (it ends with '/')")
     folder = real.parent
     try:
         folder_mode = os.stat(folder).st_mode
