@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from pathlib import Path
 
 from twin.errors import InputError
+from twin.output import Outputs
 
 DEFAULT_REPORT = "./twin-report.json"
 DEFAULT_TRACE = "./twin-trace.json"
-
-
-def write_atomic(path: Path, text: str, what: str) -> None:
-    """Via a temporary file, so a failure never leaves half a file (as ``twin run`` does)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text)
-        tmp.replace(path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise InputError(f"cannot write the {what}: {exc.strerror}", value=str(path)) from None
 
 
 def export(report, report_path: str, trace_path: str) -> list[str]:
@@ -38,6 +25,12 @@ def export(report, report_path: str, trace_path: str) -> list[str]:
     for path, text, what in jobs:
         if path.is_dir():
             raise InputError(f"the {what} path is a folder", value=str(path), allowed="a file path")
+    outputs = Outputs()  # every path checked before anything is written; then all or none
     for path, text, what in jobs:
-        write_atomic(path, text, what)
+        try:  # unlike `twin run --json`, the form makes the folders typed into it
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot make the {what} folder: {exc.strerror}", value=str(path.parent)) from None
+        outputs.add(what, path)
+    outputs.commit({what: text for _, text, what in jobs})
     return [str(p) for p, _, _ in jobs]

@@ -7,7 +7,6 @@ on their own; the app runs :func:`run_request` in a thread worker.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

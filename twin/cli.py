@@ -2,19 +2,29 @@
 
 Every failure caused by input prints one line, ``twin: error: <file>: <field>: <problem>
 (got <value>); allowed: <what>``, and exits with code 2. Nothing is written before the
-input has been validated.
+input has been validated, and the output files (``--json PATH``, ``--trace PATH``) are
+checked before any simulation and then written all or none (:mod:`twin.output`).
+
+Standard output and error never raise on text they cannot encode (an argument with bytes
+that are not UTF-8 is echoed with backslash escapes). When standard output cannot be written
+(a full disk: ``twin list > /dev/full``) the command prints ``twin: error: cannot write to
+standard output: <reason>`` and exits with code 1, as a failed write makes coreutils do; a
+closed pipe (``twin list | head``) ends it quietly with code 0; Ctrl-C prints
+``twin: interrupted`` and exits with code 130. None of these prints a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import os
 import sys
 from pathlib import Path
 
-from twin.config.load import DEFAULT_SCENARIO
 from twin.errors import InputError
+from twin.output import Outputs
 
 EPILOG = """\
 examples:
@@ -105,45 +115,128 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        # Three commands own their options: they forward the rest of the line.
-        if argv[:1] == ["calibrate"]:  # also `python -m calibrate`, with torch alone installed
-            from calibrate.cli import main as calibrate_main
-
-            return calibrate_main(argv[1:])
-        if argv[:1] == ["validate"] and "--probe" in argv:
-            from calibrate.validate_probe import main as probe_main
-
-            return probe_main([a for a in argv[1:] if a != "--probe"])
-        if argv[:1] == ["tui"]:
-            import tui
-
-            tui.require_textual()
-            from tui.app import main as tui_main
-
-            return tui_main(argv[1:])
-        parser = _parser()
-        args = parser.parse_args(argv)
-        if args.command == "check":
-            return _check(args)
-        if args.command == "run":
-            return _run(args)
-        if args.command == "whatif":
-            return _whatif(args)
-        if args.command == "validate":
-            return _validate(args)
-        if args.command == "list":
-            return _list()
-        parser.print_help()
-        return 0
+        with _guarded_stdout(tui=argv[:1] == ["tui"]):
+            return _main(argv)
     except InputError as exc:
-        print(f"twin: error: {exc.message}", file=sys.stderr)
+        _say(f"twin: error: {exc.message}")
         return 2
     except KeyboardInterrupt:
-        print("twin: interrupted", file=sys.stderr)
+        _say("twin: interrupted")
         return 130
-    except BrokenPipeError:  # `twin list | head`: the reader left; say nothing more
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except _StdoutFailed as failed:
+        _silence_stdout()
+        if failed.error.errno == errno.EPIPE:  # `twin list | head`: the reader left; say nothing more
+            return 0
+        _say(f"twin: error: cannot write to standard output: {failed.error.strerror or failed.error}")
+        return 1
+    except BrokenPipeError:  # a pipe other than standard output, closed as the reader left
+        _silence_stdout()
         return 0
+
+
+def _main(argv: list[str]) -> int:
+    # Three commands own their options: they forward the rest of the line.
+    if argv[:1] == ["calibrate"]:  # also `python -m calibrate`, with torch alone installed
+        from calibrate.cli import main as calibrate_main
+
+        return calibrate_main(argv[1:])
+    if argv[:1] == ["validate"] and "--probe" in argv:
+        from calibrate.validate_probe import main as probe_main
+
+        return probe_main([a for a in argv[1:] if a != "--probe"])
+    if argv[:1] == ["tui"]:
+        import tui
+
+        tui.require_textual()
+        from tui.app import main as tui_main
+
+        return tui_main(argv[1:])
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        return _check(args)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "whatif":
+        return _whatif(args)
+    if args.command == "validate":
+        return _validate(args)
+    if args.command == "list":
+        return _list()
+    parser.print_help()
+    return 0
+
+
+class _StdoutFailed(Exception):
+    """Writing to standard output failed with ``error`` (told apart from any other OSError)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Stdout:
+    """``sys.stdout`` for the length of a command: a failed write or flush is a _StdoutFailed."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise _StdoutFailed(exc) from None
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise _StdoutFailed(exc) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _guarded_stdout(tui: bool = False):
+    """Unencodable text printed with backslash escapes on both streams; standard output's
+    failures told apart and flushed out before the command returns (not at exit, where they
+    would print a traceback). Not for the TUI, which drives the terminal itself."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")
+    if tui or sys.stdout is None:
+        yield
+        return
+    stream = sys.stdout
+    sys.stdout = _Stdout(stream)
+    try:
+        yield
+        sys.stdout.flush()
+    except BaseException:  # the command's own error is the one to tell; what it printed goes
+        try:
+            sys.stdout.flush()
+        except _StdoutFailed:
+            _silence_stdout()
+        raise
+    finally:
+        sys.stdout = stream
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the flush at exit has nowhere to fail."""
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _say(line: str) -> None:
+    """One line on standard error, if standard error can still be written."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _check(args) -> int:
@@ -151,6 +244,7 @@ def _check(args) -> int:
     from twin.check import check_report, render_check
     from twin.cost.memory import memory_problem
 
+    outputs = _outputs(args)
     plan = runner.plan(args.scenario, args.overrides)
     report = check_report(plan)
     problem = memory_problem(plan, runner.source_file(args.scenario))
@@ -159,7 +253,7 @@ def _check(args) -> int:
     else:
         print(render_check(plan, report))
         if args.json_path and problem is None:
-            _write_atomic(Path(args.json_path), json.dumps(report, indent=2, sort_keys=True) + "\n")
+            outputs.commit({"--json": json.dumps(report, indent=2, sort_keys=True) + "\n"})
     if problem is not None:
         raise problem
     return 0
@@ -171,6 +265,7 @@ def _run(args) -> int:
     from twin.render import render_run
     from twin.verdict import judge
 
+    outputs = _outputs(args)
     plan = runner.prepare(args.scenario, args.overrides)
     with progress_printer(plan.run.steps) as progress:
         report = runner.simulate(plan, progress)
@@ -182,16 +277,14 @@ def _run(args) -> int:
         sys.stdout.write(text)
     else:
         print(render_run(report.to_dict()))
-        if args.json_path:
-            _write_atomic(Path(args.json_path), text)
-    if trace is not None:
-        _write_atomic(Path(args.trace), trace)
+    outputs.commit({"--json": text, "--trace": trace})
     return 0
 
 
 def _validate(args) -> int:
     from twin.validate import all_ok, case_files, implied_parameters, render, render_implied, validate_source
 
+    outputs = _outputs(args)
     files = case_files(args.directory)
     results, implied = [], {}
     for path in files:
@@ -216,7 +309,7 @@ def _validate(args) -> int:
     else:
         print(text)
         if args.json_path:
-            _write_atomic(Path(args.json_path), json.dumps(data, indent=2, sort_keys=True) + "\n")
+            outputs.commit({"--json": json.dumps(data, indent=2, sort_keys=True) + "\n"})
     return 0 if all_ok(results) else 1
 
 
@@ -231,6 +324,7 @@ def _whatif(args) -> int:
     from twin.render import pressure_note
     from twin.verdict import resolve_pressures, sensitivity
 
+    outputs = _outputs(args)
     plan = runner.prepare(args.scenario, args.overrides)
     asked = resolve_pressures(args.pressures)  # reject unknown names before simulating anything
     base = runner.simulate(plan)
@@ -263,8 +357,8 @@ def _whatif(args) -> int:
         if pressure.name not in tried:  # its lever is already pulled in this scenario
             print(f"  {pressure.description:62s} already so in this scenario")
     if args.json_path:
-        _write_atomic(Path(args.json_path), json.dumps({"baseline": baseline, "pressures": rows},
-                                                      indent=2, sort_keys=True) + "\n")
+        outputs.commit({"--json": json.dumps({"baseline": baseline, "pressures": rows},
+                                              indent=2, sort_keys=True) + "\n"})
     return 0
 
 
@@ -282,15 +376,13 @@ def _list() -> int:
     return 0
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file so that a failure never leaves half a report."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-    except OSError as exc:
-        raise InputError(f"cannot write the report: {exc.strerror}", field="--json", value=str(path)) from None
+def _outputs(args) -> Outputs:
+    """The command's output files, checked now, before anything is simulated."""
+    outputs = Outputs()
+    outputs.add("--json", args.json_path, stdout=True)
+    if "trace" in args:
+        outputs.add("--trace", args.trace)
+    return outputs
 
 
 if __name__ == "__main__":

@@ -11,12 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.config.registry import resolve_profile
 from twin.plan import Plan
-from twin.cost import transformer as tf
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.cost.memory import offloaded_state_bytes
-from twin.cost.roofline import compute_time
 from twin.cost.learner import forward_pass_time, update_time
 from twin.cost.weight_sync import weight_sync_cost
 from twin.workload import sample_batch
