@@ -136,3 +136,59 @@ def test_relative_paths_in_overrides_mean_the_current_directory(tmp_path, monkey
     assert parse_overrides(["model=./config.json"])["model"] == str(tmp_path / "config.json")
     s = load_scenario("grpo-8b-disaggregated", ["model=./config.json"])  # a built-in scenario
     assert s.model.num_layers == 2
+
+
+def test_an_error_in_an_override_names_the_override_not_the_file():
+    err = _error("grpo-7b-colocated", ["placement.rollout.gpus=abc"])
+    assert err.file == "--set placement.rollout.gpus=abc" and err.field == "placement.rollout.gpus"
+    assert err.message.startswith("--set placement.rollout.gpus=abc: placement.rollout.gpus: ")
+    assert "grpo-7b-colocated.yaml" not in err.message
+
+
+def test_an_override_owns_the_fields_inside_its_value():
+    err = _error("grpo-7b-colocated", ["placement.rollout={gpus: abc}"])
+    assert err.file == "--set placement.rollout={gpus: abc}" and err.field == "placement.rollout.gpus"
+    err = _error("grpo-7b-colocated", ["reward={kind: sandbox, workers: 0, latency_s: {kind: fixed, value: 1}}"])
+    assert err.file.startswith("--set reward=") and err.field == "reward.workers"
+    err = _error("grpo-7b-colocated", ["placement.rollout.gpu=4"])  # an unknown field typed in an override
+    assert err.file == "--set placement.rollout.gpu=4" and "did you mean 'gpus'" in err.message
+    err = _error("grpo-7b-colocated", ["model.dtype=fp9"])
+    assert err.file == "--set model.dtype=fp9" and err.field == "model.dtype"
+
+
+def test_the_longest_owning_override_is_named(base):
+    err = _error(base, ["placement.rollout={tp: 1}", "placement.rollout.gpus=-2"])
+    assert err.file == "--set placement.rollout.gpus=-2"
+
+
+def test_an_override_replaced_by_a_later_one_is_not_blamed(tmp_path, base):
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(dict(base, run={"steps": "many"})))
+    err = _error(str(tmp_path / "s.yaml"), ["run.steps=3", "run={seed: 1, steps: many}"])
+    assert err.file == "--set run={seed: 1, steps: many}"
+    err = _error(str(tmp_path / "s.yaml"), ["run.seed=1"])  # the file's own mistake
+    assert err.file == str(tmp_path / "s.yaml") and err.field == "run.steps"
+
+
+def test_a_file_error_under_overrides_still_names_the_file(tmp_path, base):
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(dict(base, cluster={"nodes": 0})))
+    err = _error(str(tmp_path / "s.yaml"), ["cluster.gpus_per_node=8"])
+    assert err.file == str(tmp_path / "s.yaml") and err.field == "cluster.nodes"
+
+
+def test_overrides_given_as_data_are_named_as_typed(base):
+    with pytest.raises(InputError) as err:
+        load_scenario(base, {"placement.rollout.gpus": "abc", "workload.prompt_tokens": {"kind": "gamma"}})
+    assert err.value.file == "--set placement.rollout.gpus=abc"
+    with pytest.raises(InputError) as err:
+        load_scenario(base, {"workload.prompt_tokens": {"kind": "gamma"}})
+    assert err.value.file == '--set workload.prompt_tokens={"kind": "gamma"}'
+
+
+def test_an_override_that_cannot_be_applied_is_named(base):
+    err = _error(base, ["cluster.gpu.name=x"])
+    assert err.file == "--set cluster.gpu.name=x" and err.field == "cluster.gpu"
+
+
+def test_a_path_given_twice_applies_its_last_value_last():
+    assert parse_overrides(["a.b=1", "a={b: 2}", "a.b=3"]) == {"a": {"b": 2}, "a.b": 3}
+    assert list(parse_overrides(["a.b=1", "a={b: 2}", "a.b=3"])) == ["a", "a.b"]
