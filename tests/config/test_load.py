@@ -192,3 +192,52 @@ def test_an_override_that_cannot_be_applied_is_named(base):
 def test_a_path_given_twice_applies_its_last_value_last():
     assert parse_overrides(["a.b=1", "a={b: 2}", "a.b=3"]) == {"a": {"b": 2}, "a.b": 3}
     assert list(parse_overrides(["a.b=1", "a={b: 2}", "a.b=3"])) == ["a", "a.b"]
+
+
+def test_every_builtin_validation_case_loads():
+    from twin.validate import builtin_cases_dir, load_source
+
+    for path in sorted(builtin_cases_dir().glob("*.yaml")):
+        source = load_source(path)
+        for case in source.cases:
+            load_scenario(apply_overrides(source.base, case.set))
+
+
+def test_a_trajectory_longer_than_the_models_positions_is_refused(base):
+    base = dict(base, model="qwen3-4b")  # 40,960 positions
+    err = _error(base, ["workload.response_tokens.max=40960"])
+    assert err.field == "workload.response_tokens.max" and err.file == "--set workload.response_tokens.max=40960"
+    assert "41,101 tokens" in err.message and "40,960" in err.message and "max_position_embeddings" in err.message
+    err = _error(base, ["workload.response_tokens={kind: fixed, value: 50000}"])
+    assert err.field == "workload.response_tokens"
+    # Up to the limit is fine; so is a longer response on a model run with YaRN.
+    load_scenario(base, ["workload.response_tokens.max=40819"])
+    load_scenario(base, ["workload.response_tokens.max=65536",
+                         "model={preset: qwen3-4b, max_position_embeddings: 131072}"])
+    # A model that declares no limit is not checked.
+    load_scenario(base, ["model=qwen2.5-7b", "workload.response_tokens.max=500000"])
+
+
+def test_the_multi_turn_context_must_fit_too(base):
+    base = dict(base, model="qwen3-4b", workload={
+        "prompt_tokens": {"kind": "fixed", "value": 400},
+        "response_tokens": {"kind": "lognormal", "median": 350, "sigma": 0.6, "max": 8192},
+        "multi_turn": {"tool_calls": {"kind": "empirical", "values": [2, 6], "weights": [1, 1]},
+                       "tool_latency_s": {"kind": "fixed", "value": 0.1},
+                       "tool_reply_tokens": {"kind": "uniform", "low": 540, "high": 1550}}})
+    err = _error(base)
+    assert err.field == "workload.multi_turn" and "67,044 tokens" in err.message
+    load_scenario(base, ["workload.response_tokens.max=4096"])  # 400 + 7 × 4,096 + 6 × 1,550 = 38,372
+
+
+def test_only_lengths_the_workload_surely_reaches_count(base):
+    # An unbounded prompt length proves nothing: its lower bound counts.
+    load_scenario(dict(base, model="qwen3-4b"),
+                  ["workload.prompt_tokens={kind: lognormal, median: 2000, sigma: 1}",
+                   "workload.response_tokens.max=40000"])
+
+
+def test_an_override_with_a_line_break_is_named_on_one_line(base):
+    with pytest.raises(InputError) as err:
+        load_scenario(base, {"run.steps": "a\nb"})
+    assert err.value.file == "--set run.steps=a\\nb" and "\n" not in err.value.message

@@ -60,18 +60,24 @@ def _parse_typed(items: Iterable[str]) -> list[tuple[str, object, str]]:
             value = str(Path(value).expanduser().resolve())
         key = key.strip()
         out.pop(key, None)
-        out[key] = (key, value, item.strip())
+        out[key] = (key, value, _one_line(item.strip()))
     return list(out.values())
 
 
 def _typed(key: str, value: object) -> str:
     """An override given as data, written the way it would be typed after --set."""
     if isinstance(value, str):
-        return f"{key}={value}"
+        return _one_line(f"{key}={value}")
     try:
-        return f"{key}={json.dumps(value)}"
+        return _one_line(f"{key}={json.dumps(value)}")
     except (TypeError, ValueError):
-        return f"{key}={value!r}"
+        return _one_line(f"{key}={value!r}")
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    """Text fit for an error's one line: control characters escaped, long text cut."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _live(typed: list[tuple[str, str]]) -> dict[str, str]:
