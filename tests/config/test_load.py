@@ -225,9 +225,11 @@ def test_the_multi_turn_context_must_fit_too(base):
         "multi_turn": {"tool_calls": {"kind": "empirical", "values": [2, 6], "weights": [1, 1]},
                        "tool_latency_s": {"kind": "fixed", "value": 0.1},
                        "tool_reply_tokens": {"kind": "uniform", "low": 540, "high": 1550}}})
-    err = _error(base)
-    assert err.field == "workload.multi_turn" and "67,044 tokens" in err.message
+    err = _error(base)  # 400 + 7 × 8,192 + 6 × 1,550: named by its largest term, the responses
+    assert err.field == "workload.response_tokens.max" and "67,044 tokens" in err.message
     load_scenario(base, ["workload.response_tokens.max=4096"])  # 400 + 7 × 4,096 + 6 × 1,550 = 38,372
+    err = _error(base, ["workload.response_tokens.max=4096", "workload.multi_turn.tool_reply_tokens.high=9000"])
+    assert err.field == "workload.multi_turn" and "6 tool replies of up to 9,000" in err.message
 
 
 def test_only_lengths_the_workload_surely_reaches_count(base):

@@ -324,5 +324,6 @@ def _hf_error(problems: list[tuple], path: Path) -> InputError:
         return InputError(message, file=path, field=key, value=value)
     parts = [f"missing {', '.join(missing)}"] if missing else []
     for key, message, value in bad:
-        parts.append((f"{key}: " if key else "") + message + ("" if isinstance(value, dict) else f" (got {_short(value)})"))
+        got = "" if isinstance(value, dict) else f" (got {_short(value)})"
+        parts.append((f"{key}: " if key else "") + message + got)
     return InputError(f"{len(missing) + len(bad)} problems: " + "; ".join(parts), file=path)

@@ -447,15 +447,18 @@ class Scenario(Strict):
                    "if the model runs with RoPE scaling (YaRN)")
         whose = f"{self.model.name}'s {limit:,} positions (model.max_position_embeddings)"
         prompts = f"prompt {'up to' if np.isfinite(w.prompt_tokens.upper_bound()) else 'at least'} {prompt:,.0f}"
+        at_max = r.max is not None and r.max == response
+        response_field = "workload.response_tokens" + (".max" if at_max else "")
         if single > limit:
-            at_max = r.max is not None and r.max == response
             raise InputError(f"a trajectory reaches {single:,.0f} tokens ({prompts} + "
                              f"response up to {response:,}), more than {whose}",
-                             field="workload.response_tokens" + (".max" if at_max else ""),
-                             value=response, allowed=allowed)
+                             field=response_field, value=response, allowed=allowed)
+        # Named by its largest term: the responses of every turn, or the tool calls and replies.
+        by_responses = (calls + 1) * response >= calls * reply
         raise InputError(f"a multi-turn trajectory reaches {context:,.0f} tokens ({prompts} + "
                          f"{calls + 1:g} turns of up to {response:,} + {calls:g} tool replies of up to {reply:,.0f}), "
-                         f"more than {whose}", field="workload.multi_turn", allowed=allowed)
+                         f"more than {whose}", field=response_field if by_responses else "workload.multi_turn",
+                         allowed=allowed)
 
     @property
     def rollout_engines(self) -> int:
