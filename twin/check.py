@@ -10,6 +10,7 @@ from twin.config.scenario import resolved_dict
 from twin.cost.engine import engine_costs
 from twin.cost.memory import GiB, memory_report
 from twin.cost.phases import generation_bound, phase_estimates, sample_step, step_estimate
+from twin.lint import warnings
 from twin.plan import Plan
 
 
@@ -19,6 +20,7 @@ def check_report(plan: Plan) -> dict[str, Any]:
     report: dict[str, Any] = {
         "scenario": resolved_dict(plan.scenario),
         "plan": plan.summary(),
+        "warnings": warnings(plan),
         "memory": {
             m.role: {
                 "items_gib": {k: round(v / GiB, 3) for k, v in m.items.items()},

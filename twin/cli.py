@@ -239,6 +239,14 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+def _warn(plan) -> None:
+    """Settings that do nothing in this scenario, one line each on stderr (also in the JSON)."""
+    from twin.lint import warnings
+
+    for text in warnings(plan):
+        print(f"twin: warning: {text}", file=sys.stderr)
+
+
 def _check(args) -> int:
     from twin import runner
     from twin.check import check_report, render_check
@@ -246,6 +254,7 @@ def _check(args) -> int:
 
     outputs = _outputs(args)
     plan = runner.plan(args.scenario, args.overrides)
+    _warn(plan)
     report = check_report(plan)
     problem = memory_problem(plan, runner.source_file(args.scenario))
     if args.json_path == "-":
@@ -267,6 +276,7 @@ def _run(args) -> int:
 
     outputs = _outputs(args)
     plan = runner.prepare(args.scenario, args.overrides)
+    _warn(plan)
     with progress_printer(plan.run.steps) as progress:
         report = runner.simulate(plan, progress)
     if not args.no_verdict:
@@ -326,6 +336,7 @@ def _whatif(args) -> int:
 
     outputs = _outputs(args)
     plan = runner.prepare(args.scenario, args.overrides)
+    _warn(plan)
     asked = resolve_pressures(args.pressures)  # reject unknown names before simulating anything
     base = runner.simulate(plan)
     rows = [row.to_dict() for row in sensitivity(base, args.pressures)]

@@ -141,3 +141,110 @@ def test_relative_paths_in_overrides_mean_the_current_directory(tmp_path, monkey
     assert parse_overrides(["model=./config.json"])["model"] == str(tmp_path / "config.json")
     s = load_scenario("grpo-8b-disaggregated", ["model=./config.json"])  # a built-in scenario
     assert s.model.num_layers == 2
+
+
+def test_an_error_in_an_override_names_the_override_not_the_file():
+    err = _error("grpo-7b-colocated", ["placement.rollout.gpus=abc"])
+    assert err.file == "--set placement.rollout.gpus=abc" and err.field == "placement.rollout.gpus"
+    assert err.message.startswith("--set placement.rollout.gpus=abc: placement.rollout.gpus: ")
+    assert "grpo-7b-colocated.yaml" not in err.message
+
+
+def test_an_override_owns_the_fields_inside_its_value():
+    err = _error("grpo-7b-colocated", ["placement.rollout={gpus: abc}"])
+    assert err.file == "--set placement.rollout={gpus: abc}" and err.field == "placement.rollout.gpus"
+    err = _error("grpo-7b-colocated", ["reward={kind: sandbox, workers: 0, latency_s: {kind: fixed, value: 1}}"])
+    assert err.file.startswith("--set reward=") and err.field == "reward.workers"
+    err = _error("grpo-7b-colocated", ["placement.rollout.gpu=4"])  # an unknown field typed in an override
+    assert err.file == "--set placement.rollout.gpu=4" and "did you mean 'gpus'" in err.message
+    err = _error("grpo-7b-colocated", ["model.dtype=fp9"])
+    assert err.file == "--set model.dtype=fp9" and err.field == "model.dtype"
+
+
+def test_the_longest_owning_override_is_named(base):
+    err = _error(base, ["placement.rollout={tp: 1}", "placement.rollout.gpus=-2"])
+    assert err.file == "--set placement.rollout.gpus=-2"
+
+
+def test_an_override_replaced_by_a_later_one_is_not_blamed(tmp_path, base):
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(dict(base, run={"steps": "many"})))
+    err = _error(str(tmp_path / "s.yaml"), ["run.steps=3", "run={seed: 1, steps: many}"])
+    assert err.file == "--set run={seed: 1, steps: many}"
+    err = _error(str(tmp_path / "s.yaml"), ["run.seed=1"])  # the file's own mistake
+    assert err.file == str(tmp_path / "s.yaml") and err.field == "run.steps"
+
+
+def test_a_file_error_under_overrides_still_names_the_file(tmp_path, base):
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(dict(base, cluster={"nodes": 0})))
+    err = _error(str(tmp_path / "s.yaml"), ["cluster.gpus_per_node=8"])
+    assert err.file == str(tmp_path / "s.yaml") and err.field == "cluster.nodes"
+
+
+def test_overrides_given_as_data_are_named_as_typed(base):
+    with pytest.raises(InputError) as err:
+        load_scenario(base, {"placement.rollout.gpus": "abc", "workload.prompt_tokens": {"kind": "gamma"}})
+    assert err.value.file == "--set placement.rollout.gpus=abc"
+    with pytest.raises(InputError) as err:
+        load_scenario(base, {"workload.prompt_tokens": {"kind": "gamma"}})
+    assert err.value.file == '--set workload.prompt_tokens={"kind": "gamma"}'
+
+
+def test_an_override_that_cannot_be_applied_is_named(base):
+    err = _error(base, ["cluster.gpu.name=x"])
+    assert err.file == "--set cluster.gpu.name=x" and err.field == "cluster.gpu"
+
+
+def test_a_path_given_twice_applies_its_last_value_last():
+    assert parse_overrides(["a.b=1", "a={b: 2}", "a.b=3"]) == {"a": {"b": 2}, "a.b": 3}
+    assert list(parse_overrides(["a.b=1", "a={b: 2}", "a.b=3"])) == ["a", "a.b"]
+
+
+def test_every_builtin_validation_case_loads():
+    from twin.validate import builtin_cases_dir, load_source
+
+    for path in sorted(builtin_cases_dir().glob("*.yaml")):
+        source = load_source(path)
+        for case in source.cases:
+            load_scenario(apply_overrides(source.base, case.set))
+
+
+def test_a_trajectory_longer_than_the_models_positions_is_refused(base):
+    base = dict(base, model="qwen3-4b")  # 40,960 positions
+    err = _error(base, ["workload.response_tokens.max=40960"])
+    assert err.field == "workload.response_tokens.max" and err.file == "--set workload.response_tokens.max=40960"
+    assert "41,101 tokens" in err.message and "40,960" in err.message and "max_position_embeddings" in err.message
+    err = _error(base, ["workload.response_tokens={kind: fixed, value: 50000}"])
+    assert err.field == "workload.response_tokens"
+    # Up to the limit is fine; so is a longer response on a model run with YaRN.
+    load_scenario(base, ["workload.response_tokens.max=40819"])
+    load_scenario(base, ["workload.response_tokens.max=65536",
+                         "model={preset: qwen3-4b, max_position_embeddings: 131072}"])
+    # A model that declares no limit is not checked.
+    load_scenario(base, ["model=qwen2.5-7b", "workload.response_tokens.max=500000"])
+
+
+def test_the_multi_turn_context_must_fit_too(base):
+    base = dict(base, model="qwen3-4b", workload={
+        "prompt_tokens": {"kind": "fixed", "value": 400},
+        "response_tokens": {"kind": "lognormal", "median": 350, "sigma": 0.6, "max": 8192},
+        "multi_turn": {"tool_calls": {"kind": "empirical", "values": [2, 6], "weights": [1, 1]},
+                       "tool_latency_s": {"kind": "fixed", "value": 0.1},
+                       "tool_reply_tokens": {"kind": "uniform", "low": 540, "high": 1550}}})
+    err = _error(base)  # 400 + 7 × 8,192 + 6 × 1,550: named by its largest term, the responses
+    assert err.field == "workload.response_tokens.max" and "67,044 tokens" in err.message
+    load_scenario(base, ["workload.response_tokens.max=4096"])  # 400 + 7 × 4,096 + 6 × 1,550 = 38,372
+    err = _error(base, ["workload.response_tokens.max=4096", "workload.multi_turn.tool_reply_tokens.high=9000"])
+    assert err.field == "workload.multi_turn" and "6 tool replies of up to 9,000" in err.message
+
+
+def test_only_lengths_the_workload_surely_reaches_count(base):
+    # An unbounded prompt length proves nothing: its lower bound counts.
+    load_scenario(dict(base, model="qwen3-4b"),
+                  ["workload.prompt_tokens={kind: lognormal, median: 2000, sigma: 1}",
+                   "workload.response_tokens.max=40000"])
+
+
+def test_an_override_with_a_line_break_is_named_on_one_line(base):
+    with pytest.raises(InputError) as err:
+        load_scenario(base, {"run.steps": "a\nb"})
+    assert err.value.file == "--set run.steps=a\\nb" and "\n" not in err.value.message

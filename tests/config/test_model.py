@@ -86,3 +86,93 @@ def test_unknown_preset_suggests_a_close_name():
 def test_every_preset_is_a_valid_architecture():
     for name in model_presets():
         assert ModelArch(**resolve_model(name, "model")).total_params > 0
+
+
+SMALL = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "intermediate_size": 128, "vocab_size": 100}
+
+
+def _json_error(tmp_path, cfg, spec=None) -> InputError:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(InputError) as err:
+        load_scenario({"model": {"hf_config": str(path), **(spec or {})}})
+    return err.value
+
+
+def test_config_json_missing_key_names_the_json_file_and_its_own_key(tmp_path):
+    cfg = {k: v for k, v in SMALL.items() if k != "num_attention_heads"}
+    err = _json_error(tmp_path, cfg)
+    assert err.file == str(tmp_path / "config.json")
+    assert err.field == "num_attention_heads" and "missing" in err.problem
+    assert "num_heads" not in err.message.replace("num_attention_heads", "")
+
+
+def test_config_json_lists_every_missing_and_bad_key_in_one_line(tmp_path):
+    cfg = {k: v for k, v in SMALL.items() if k not in ("hidden_size", "vocab_size")}
+    err = _json_error(tmp_path, cfg)
+    assert err.field == "hidden_size, vocab_size" and "required keys missing" in err.message
+    err = _json_error(tmp_path, dict(SMALL, vocab_size=None, num_hidden_layers=-1, intermediate_size="big"))
+    assert err.file == str(tmp_path / "config.json") and "\n" not in err.message
+    for key in ("vocab_size", "num_hidden_layers", "intermediate_size", "-1", "'big'"):
+        assert key in err.message
+    assert "3 problems" in err.message and "num_layers" not in err.message
+
+
+def test_config_json_cross_key_checks_use_its_words(tmp_path):
+    err = _json_error(tmp_path, dict(SMALL, num_key_value_heads=3))
+    assert err.message.endswith("num_attention_heads must be a multiple of num_key_value_heads")
+    err = _json_error(tmp_path, dict(SMALL, num_experts=8, num_experts_per_tok=16, moe_intermediate_size=32))
+    assert "num_experts_per_tok cannot exceed num_experts" in err.message
+    err = _json_error(tmp_path, dict(SMALL, n_routed_experts=8, moe_intermediate_size=32))
+    assert err.field == "num_experts_per_tok"
+    err = _json_error(tmp_path, dict(SMALL, kv_lora_rank=64, qk_rope_head_dim=16, v_head_dim=16))
+    assert err.field == "qk_nope_head_dim"
+
+
+def test_config_json_through_an_override_still_names_the_json(tmp_path, monkeypatch):
+    (tmp_path / "config.json").write_text(json.dumps({k: v for k, v in SMALL.items() if k != "vocab_size"}))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError) as err:
+        load_scenario("grpo-8b-disaggregated", ["model=./config.json"])
+    assert err.value.file == str(tmp_path / "config.json") and err.value.field == "vocab_size"
+
+
+def test_scenario_fields_beside_a_config_json_are_the_scenarios_problem(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(SMALL))
+    with pytest.raises(InputError) as err:
+        load_scenario({"model": {"hf_config": str(path), "dtype": "fp9"}})
+    assert err.value.file is None and err.value.field == "model.dtype"
+    # A key the JSON lacks may be given beside it.
+    (tmp_path / "config.json").write_text(json.dumps({k: v for k, v in SMALL.items() if k != "vocab_size"}))
+    assert load_scenario({"model": {"hf_config": str(path), "vocab_size": 100}}).model.vocab_size == 100
+
+
+def test_config_json_max_position_embeddings_and_rope_scaling():
+    assert "max_position_embeddings" not in from_hf_config(SMALL)
+    assert from_hf_config(dict(SMALL, max_position_embeddings=40960))["max_position_embeddings"] == 40960
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    assert from_hf_config(dict(SMALL, max_position_embeddings=40960, rope_scaling=yarn))[
+        "max_position_embeddings"] == 131072  # Qwen3 with YaRN enabled, as vLLM derives it
+    llama3 = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}
+    assert from_hf_config(dict(SMALL, max_position_embeddings=131072, rope_scaling=llama3))[
+        "max_position_embeddings"] == 131072
+    linear = {"type": "linear", "factor": 2.0}
+    assert from_hf_config(dict(SMALL, max_position_embeddings=4096, rope_scaling=linear))[
+        "max_position_embeddings"] == 8192
+
+
+def test_presets_declare_positions_only_where_known():
+    presets = model_presets()
+    assert presets["qwen3-4b"]["max_position_embeddings"] == 40960
+    assert presets["llama-3.1-8b"]["max_position_embeddings"] == 131072
+    assert presets["deepseek-v3"]["max_position_embeddings"] == 163840
+    assert "max_position_embeddings" not in presets["qwen2.5-7b"]
+
+
+def test_positions_stay_out_of_dumps_and_survive_revalidation():
+    s = load_scenario({"model": "qwen3-4b"})
+    assert s.model.max_position_embeddings == 40960
+    assert "max_position_embeddings" not in s.model_dump()["model"]  # reports stay as they were
+    assert ModelArch(**resolve_model(s.model, "model")).max_position_embeddings == 40960

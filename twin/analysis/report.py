@@ -12,6 +12,7 @@ from typing import Any
 from twin.analysis import metrics
 from twin.config.scenario import resolved_dict
 from twin.cost.memory import GiB, memory_report
+from twin.lint import warnings
 from twin.sim.result import SimResult
 
 
@@ -73,4 +74,5 @@ def build_report(result: SimResult) -> dict[str, Any]:
         "simulated_s": _r(result.wall_s),
         "scenario": resolved_dict(result.scenario),
         "plan": result.plan.summary(),
+        "warnings": warnings(result.plan),
     }

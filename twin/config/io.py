@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,22 @@ def input_error(err: ValidationError, file: Path | str | None, model: type[BaseM
     if isinstance(value, dict) and len(str(value)) > 80:
         return InputError(message + more, file=file, field=shown)
     return InputError(message + more, file=file, field=shown or None, value=value)
+
+
+def blame_override(err: InputError, overrides: Mapping[str, str], scenario_file: Path | str | None) -> InputError:
+    """``err`` naming the ``--set`` override its field came from instead of the scenario file.
+
+    ``overrides`` maps each live override path to the override as typed (``path=value``). An
+    override owns its path and everything below it (``--set reward={kind: sandbox}`` owns
+    ``reward.workers``); the longest owning path wins. An error already naming another file
+    (a profile, a histogram, a config.json) keeps it: that file is where the fix goes.
+    """
+    if not err.field or not overrides:
+        return err
+    if err.file is not None and (scenario_file is None or err.file != str(scenario_file)):
+        return err
+    owners = [k for k in overrides if err.field == k or err.field.startswith((k + ".", k + "["))]
+    if not owners:
+        return err
+    typed = overrides[max(owners, key=len)]
+    return InputError(err.problem, file=f"--set {typed}", field=err.field, value=err.value, allowed=err.allowed)

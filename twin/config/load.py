@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
 
-from twin.config.io import input_error, read_mapping
+from twin.config.io import blame_override, input_error, read_mapping
 from twin.config.registry import builtin_scenarios, builtin_scenarios_dir, looks_like_path
 from twin.config.scenario import Scenario
 from twin.errors import InputError, choices
@@ -37,9 +38,15 @@ def parse_overrides(items: Iterable[str]) -> dict[str, object]:
     """``['a.b=3', 'c=true']`` -> ``{'a.b': 3, 'c': True}``; values parse as YAML scalars.
 
     A relative path typed on the command line means a file where the command runs, not beside
-    the scenario: one that exists from here is made absolute.
+    the scenario: one that exists from here is made absolute. A path given twice keeps its
+    last value, applied in the place of the last one.
     """
-    out: dict[str, object] = {}
+    return {key: value for key, value, _ in _parse_typed(items)}
+
+
+def _parse_typed(items: Iterable[str]) -> list[tuple[str, object, str]]:
+    """(path, value, the override as typed) per override, in the order they apply."""
+    out: dict[str, tuple[str, object, str]] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
@@ -51,7 +58,36 @@ def parse_overrides(items: Iterable[str]) -> dict[str, object]:
             value = raw
         if isinstance(value, str) and looks_like_path(value) and Path(value).expanduser().exists():
             value = str(Path(value).expanduser().resolve())
-        out[key.strip()] = value
+        key = key.strip()
+        out.pop(key, None)
+        out[key] = (key, value, _one_line(item.strip()))
+    return list(out.values())
+
+
+def _typed(key: str, value: object) -> str:
+    """An override given as data, written the way it would be typed after --set."""
+    if isinstance(value, str):
+        return _one_line(f"{key}={value}")
+    try:
+        return _one_line(f"{key}={json.dumps(value)}")
+    except (TypeError, ValueError):
+        return _one_line(f"{key}={value!r}")
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    """Text fit for an error's one line: control characters escaped, long text cut."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _live(typed: list[tuple[str, str]]) -> dict[str, str]:
+    """Path -> override as typed, leaving out overrides that a later one replaced whole
+    (``a.b=1`` then ``a={...}``): their values are gone from the scenario."""
+    out: dict[str, str] = {}
+    for key, text in typed:
+        for earlier in [k for k in out if k == key or k.startswith(key + ".")]:
+            del out[earlier]
+        out[key] = text
     return out
 
 
@@ -93,14 +129,24 @@ def load_scenario(
     else:
         path = scenario_path(source if source is not None else DEFAULT_SCENARIO)
         data = read_mapping(path)
+    typed: dict[str, str] = {}
     if overrides:
-        if not isinstance(overrides, Mapping):
-            overrides = parse_overrides(overrides)
-        data = apply_overrides(data, overrides)
+        if isinstance(overrides, Mapping):
+            parsed = [(k, v, _typed(k, v)) for k, v in overrides.items()]
+        else:
+            parsed = _parse_typed(overrides)
+        for key, value, text in parsed:
+            try:
+                data = apply_overrides(data, {key: value})
+            except InputError as exc:
+                raise InputError(exc.problem, file=f"--set {text}", field=exc.field, value=exc.value,
+                                 allowed=exc.allowed) from None
+        typed = _live([(key, text) for key, _, text in parsed])
     base_dir = path.parent if path else Path.cwd()
     try:
         return Scenario.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
-        raise input_error(exc, path, Scenario) from None
+        raise blame_override(input_error(exc, path, Scenario), typed, path) from None
     except InputError as exc:
-        raise exc.located(file=path) from None
+        raise blame_override(exc.located(file=path), typed, path) from None
+

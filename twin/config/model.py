@@ -7,11 +7,14 @@ the models' published configs (``presets/models.yaml`` records the source of eac
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
+from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from twin.config.hardware import DTYPE_BYTES, Dtype, Strict
+from twin.errors import InputError
 
 
 class MoE(Strict):
@@ -58,6 +61,12 @@ class ModelArch(Strict):
     mla: MLA | None = None
     dtype: Dtype = "bf16"
     source: str = Field(default="inline", description="Where the architecture comes from.")
+    max_position_embeddings: int | None = Field(
+        default=None, gt=0, exclude=True,
+        description="Longest context (prompt + responses) the model's positions cover: config.json's "
+        "max_position_embeddings, times its RoPE scaling factor when it declares one. None: not checked. "
+        "Left out of dumps and reports, which keep the fields the cost models use.",
+    )
 
     @model_validator(mode="after")
     def _heads_divide(self) -> "ModelArch":
@@ -167,7 +176,8 @@ def from_hf_config(cfg: dict, name: str = "hf-config", source: str = "config.jso
     """Translate a HuggingFace ``config.json`` mapping into ModelArch fields.
 
     Handles the Llama/Qwen2/Qwen3 family, Qwen-MoE and DeepSeek-V3 (MLA + MoE) field names.
-    Unknown extra keys are ignored; missing required ones surface as validation errors.
+    Unknown extra keys are ignored; missing required ones are left out (validation names them:
+    :func:`hf_config_fields` in the JSON's own words).
     """
     get = cfg.get
     arch: dict = {
@@ -180,6 +190,7 @@ def from_hf_config(cfg: dict, name: str = "hf-config", source: str = "config.jso
         "vocab_size": get("vocab_size"),
         "tie_embeddings": bool(get("tie_word_embeddings", False)),
         "source": source,
+        "max_position_embeddings": _positions(cfg),
     }
     if get("head_dim"):
         arch["head_dim"] = get("head_dim")
@@ -190,19 +201,129 @@ def from_hf_config(cfg: dict, name: str = "hf-config", source: str = "config.jso
         arch["dtype"] = dtype
     experts = get("num_experts") or get("n_routed_experts") or get("num_local_experts")
     if experts:
-        arch["moe"] = {
+        arch["moe"] = _present({
             "num_experts": experts,
             "experts_per_token": get("num_experts_per_tok"),
             "expert_intermediate_size": get("moe_intermediate_size") or get("intermediate_size"),
             "shared_experts": get("n_shared_experts") or 0,
             "dense_layers": get("first_k_dense_replace") or 0,
-        }
+        })
     if get("kv_lora_rank"):
-        arch["mla"] = {
+        arch["mla"] = _present({
             "q_lora_rank": get("q_lora_rank"),
             "kv_lora_rank": get("kv_lora_rank"),
             "qk_nope_head_dim": get("qk_nope_head_dim"),
             "qk_rope_head_dim": get("qk_rope_head_dim"),
             "v_head_dim": get("v_head_dim"),
-        }
-    return {k: v for k, v in arch.items() if v is not None}
+        })
+    return _present(arch)
+
+
+def _present(fields: dict) -> dict:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _positions(cfg: dict):
+    """config.json's max_position_embeddings, stretched by a RoPE scaling factor (YaRN, linear,
+    dynamic NTK) the way vLLM derives its longest context: the original length times the factor,
+    never less than max_position_embeddings itself (Llama 3.1's llama3 scaling counts in it)."""
+    positions = cfg.get("max_position_embeddings")
+    scaling = cfg.get("rope_scaling")
+    if not isinstance(positions, (int, float)) or isinstance(positions, bool) or not isinstance(scaling, dict):
+        return positions
+    factor, original = scaling.get("factor"), scaling.get("original_max_position_embeddings") or positions
+    if isinstance(factor, (int, float)) and isinstance(original, (int, float)) and factor > 1:
+        return max(int(positions), int(original * factor))
+    return positions
+
+
+def _hf_key(cfg: dict, loc: tuple) -> str | None:
+    """The config.json key a ModelArch field (an error location) was read from."""
+    if not loc:
+        return None
+    first = str(loc[0])
+    if first in ("moe", "mla") and len(loc) == 1:
+        return None  # a check across the block's keys: its message names them
+    if first in ("moe", "mla"):
+        second = str(loc[1])
+        if first == "mla":
+            return second
+        if second == "num_experts":
+            return next((k for k in ("num_experts", "n_routed_experts", "num_local_experts") if cfg.get(k)),
+                        "num_experts")
+        if second == "expert_intermediate_size":
+            return "moe_intermediate_size" if cfg.get("moe_intermediate_size") else "intermediate_size"
+        return _HF_MOE.get(second, second)
+    if first == "num_kv_heads":
+        return "num_key_value_heads" if cfg.get("num_key_value_heads") else "num_attention_heads"
+    if first == "dtype":
+        return "torch_dtype" if cfg.get("torch_dtype") else "dtype"
+    return _HF.get(first, first)
+
+
+_HF = {"num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
+       "tie_embeddings": "tie_word_embeddings"}
+_HF_MOE = {"experts_per_token": "num_experts_per_tok", "shared_experts": "n_shared_experts",
+           "dense_layers": "first_k_dense_replace"}
+# ModelArch's names in its own messages (model validators), longest first, and the JSON's words.
+_HF_WORDS = [("moe.dense_layers", "first_k_dense_replace"), ("experts_per_token", "num_experts_per_tok"),
+             ("num_kv_heads", "num_key_value_heads"), ("num_heads", "num_attention_heads"),
+             ("num_layers", "num_hidden_layers")]
+
+
+def _in_hf_words(message: str, cfg: dict) -> str:
+    experts = _hf_key(cfg, ("moe", "num_experts"))
+    for ours, theirs in _HF_WORDS + [("num_experts", experts)]:
+        message = re.sub(rf"(?<![\w.]){re.escape(ours)}(?!\w)", theirs, message)
+    return message
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def hf_config_fields(cfg: dict, path: Path | str, extra: dict | None = None) -> dict:
+    """ModelArch fields from a config.json mapping read from ``path``, plus ``extra`` fields the
+    scenario sets beside it (``dtype``), checked.
+
+    Every missing or bad key of the JSON is named at once, by the JSON's own key, in one
+    :class:`InputError` naming the JSON file. Problems with ``extra`` are left to the scenario's
+    validation, which names the scenario's field.
+    """
+    path = Path(path)
+    extra = extra or {}
+    fields = {**from_hf_config(cfg, name=path.parent.name or path.stem, source=str(path)), **extra}
+    try:
+        ModelArch.model_validate(fields)
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors(include_url=False):
+            loc = tuple(e["loc"])
+            message = e["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+            if loc and str(loc[0]) in extra or not loc and any(re.search(rf"\b{re.escape(k)}\b", message)
+                                                               for k in extra):
+                continue  # the scenario's own field: its validation names it
+            problems.append((_hf_key(cfg, loc), e["type"], _in_hf_words(message, cfg), e.get("input")))
+        if problems:
+            raise _hf_error(problems, path) from None
+    return fields
+
+
+def _hf_error(problems: list[tuple], path: Path) -> InputError:
+    missing = list(dict.fromkeys(key for key, kind, _, _ in problems if kind == "missing"))
+    bad = [(key, message, value) for key, kind, message, value in problems if kind != "missing"]
+    if not bad:
+        return InputError(f"required key{'s' if len(missing) > 1 else ''} missing", file=path,
+                          field=", ".join(missing),
+                          allowed="a HuggingFace config.json of a Llama, Qwen2/3, Qwen-MoE or DeepSeek-V3 model")
+    if not missing and len(bad) == 1:
+        key, message, value = bad[0]
+        if isinstance(value, dict):  # a check across keys (a model validator): the message names them
+            return InputError(message, file=path, field=key)
+        return InputError(message, file=path, field=key, value=value)
+    parts = [f"missing {', '.join(missing)}"] if missing else []
+    for key, message, value in bad:
+        got = "" if isinstance(value, dict) else f" (got {_short(value)})"
+        parts.append((f"{key}: " if key else "") + message + got)
+    return InputError(f"{len(missing) + len(bad)} problems: " + "; ".join(parts), file=path)

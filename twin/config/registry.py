@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from twin.config.hardware import DeviceProfile, HostProfile, LinkProfile, ProfileFile, parse_profile
 from twin.config.io import input_error, read_mapping
-from twin.config.model import ModelArch, from_hf_config
+from twin.config.model import ModelArch, hf_config_fields
 from twin.errors import InputError, choices
 
 PROFILE_KINDS = {"gpu": DeviceProfile, "cpu": DeviceProfile, "link": LinkProfile, "host": HostProfile}
@@ -103,8 +103,8 @@ def resolve_model(spec, field: str, base_dir: Path | None = None) -> dict:
 
     A mapping may name a ``preset`` or ``hf_config`` and override single fields (``dtype``).
     """
-    if isinstance(spec, ModelArch):
-        return spec.model_dump()
+    if isinstance(spec, ModelArch):  # the dump leaves out max_position_embeddings: keep it
+        return {**spec.model_dump(), "max_position_embeddings": spec.max_position_embeddings}
     if isinstance(spec, str):
         spec = {"hf_config": spec} if looks_like_path(spec) else {"preset": spec}
     if not isinstance(spec, dict):
@@ -125,6 +125,5 @@ def resolve_model(spec, field: str, base_dir: Path | None = None) -> dict:
             raise InputError("HuggingFace config.json not found", field=field, value=ref,
                              allowed="a path to an existing config.json, or a preset name: "
                              + choices(model_presets()))
-        cfg = read_mapping(path)
-        return {**from_hf_config(cfg, name=path.parent.name or path.stem, source=str(path)), **spec}
+        return hf_config_fields(read_mapping(path), path, spec)
     return spec

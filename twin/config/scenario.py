@@ -334,6 +334,44 @@ class Scenario(Strict):
                              allowed=f">= reward.tp ({self.reward.tp})")
         return self
 
+    @model_validator(mode="after")
+    def _fits_context(self) -> Scenario:
+        """The longest trajectory must fit the model's positions (when the model declares them).
+
+        Only lengths the workload is sure to reach count: a distribution without an upper bound
+        counts its lower bound, so the check never refuses a run that could be possible.
+        """
+        limit = self.model.max_position_embeddings
+        if limit is None:
+            return self
+        w = self.workload
+        prompt, response = _surely_up_to(w.prompt_tokens), w.max_response_tokens
+        single = prompt + response
+        mt = w.multi_turn
+        calls = float(np.rint(_surely_up_to(mt.tool_calls))) if mt else 0.0  # counts are drawn rounded
+        reply = _surely_up_to(mt.tool_reply_tokens) if mt else 0.0
+        context = single + calls * (response + reply)
+        if context <= limit:
+            return self
+        r = w.response_tokens
+        allowed = (f"at most {limit:,} tokens in all; shorten the responses (or prompts"
+                   + (", tool calls or replies" if mt else "") + "), or set model.max_position_embeddings "
+                   "if the model runs with RoPE scaling (YaRN)")
+        whose = f"{self.model.name}'s {limit:,} positions (model.max_position_embeddings)"
+        prompts = f"prompt {'up to' if np.isfinite(w.prompt_tokens.upper_bound()) else 'at least'} {prompt:,.0f}"
+        at_max = r.max is not None and r.max == response
+        response_field = "workload.response_tokens" + (".max" if at_max else "")
+        if single > limit:
+            raise InputError(f"a trajectory reaches {single:,.0f} tokens ({prompts} + "
+                             f"response up to {response:,}), more than {whose}",
+                             field=response_field, value=response, allowed=allowed)
+        # Named by its largest term: the responses of every turn, or the tool calls and replies.
+        by_responses = (calls + 1) * response >= calls * reply
+        raise InputError(f"a multi-turn trajectory reaches {context:,.0f} tokens ({prompts} + "
+                         f"{calls + 1:g} turns of up to {response:,} + {calls:g} tool replies of up to {reply:,.0f}), "
+                         f"more than {whose}", field=response_field if by_responses else "workload.multi_turn",
+                         allowed=allowed)
+
 
 def placement_pools(scenario: Scenario) -> tuple[int, int]:
     """GPUs of the (rollout, trainer) pools that the scenario's placement asks for: what the
@@ -354,6 +392,13 @@ def placement_pools(scenario: Scenario) -> tuple[int, int]:
         raise InputError("trainer GPUs must be a multiple of tp × pp × sp",
                          field="placement.trainer.gpus", value=trainer, allowed=f"a multiple of {split}")
     return rollout, trainer
+
+
+def _surely_up_to(dist: Distribution) -> float:
+    """The most a distribution's samples may reach for sure: its upper bound, or its lower bound
+    when it has none (an unbounded tail proves nothing)."""
+    bound = dist.upper_bound()
+    return bound if np.isfinite(bound) else dist.lower_bound()
 
 
 def resolved_dict(scenario: Scenario) -> dict[str, Any]:

@@ -1,0 +1,110 @@
+"""Settings that validate but change nothing in the simulation: one warning sentence each.
+
+:func:`warnings` reads a resolved :class:`~twin.plan.Plan` and names each field
+that the simulator ignores in this combination, why, and what to set instead. Impossible
+settings are not here: validation refuses them. Each check follows what the simulator does
+(``twin.sim.loop``, ``twin.sim.producer``, the cost models), not what a framework might do, and
+is conservative: a setting that changes a result, even a little, is not reported.
+
+Settings whose default does nothing on its own (``weight_sync.bucket_bytes``) are reported only
+when they differ from the default, so a scenario re-validated from its own dump (every field
+then counts as set) warns the same.
+"""
+
+from __future__ import annotations
+
+from twin.config.scenario import DynamicSampling, WeightSync
+from twin.cost.weight_sync import sync_method
+from twin.plan import Plan
+
+
+def _default(model, field: str):
+    return model.model_fields[field].default
+
+
+def warnings(plan: Plan) -> list[str]:
+    """One short sentence per setting that does nothing here; empty when there is none."""
+    s = plan
+    p, a, t = s.placement, s.algorithm, s.placement.trainer
+    out: list[str] = []
+
+    # Deployment mode, staleness and partial rollout (twin.sim.loop: streaming admission only in
+    # async mode; the producer interrupts generation only when streaming and partial).
+    if s.mode.streaming and a.staleness == 0:
+        out.append("placement.mode: async with algorithm.staleness: 0 overlaps nothing: each step's "
+                   "rollout waits for the previous step's weights, as in disaggregated mode; set "
+                   "algorithm.staleness to 1 or more to let rollout run ahead of training.")
+    if a.partial_rollout and not s.mode.streaming:
+        out.append(f"algorithm.partial_rollout: true does nothing in {p.mode} mode: only async mode "
+                   "interrupts generation for new weights; set placement.mode: async with "
+                   "algorithm.staleness of 1 or more, or leave it out.")
+    elif a.partial_rollout and a.staleness == 0:
+        out.append("algorithm.partial_rollout: true does nothing with algorithm.staleness: 0: a step's "
+                   "rollouts are finished before its new weights arrive, so there is no generation to "
+                   "interrupt; set algorithm.staleness to 1 or more.")
+
+    # Trainer data parallelism against the mini-batch (twin.cost.learner: a balanced split of
+    # each mini-batch's sequences over Plan.trainer_dp ranks).
+    fewest = a.trajectories_per_step // a.minibatches  # mini-batches differ by one at most
+    most = -(-a.trajectories_per_step // a.minibatches)
+    if s.trainer_dp > fewest:
+        sizes = f"{fewest}" if fewest == most else f"{fewest} to {most}"
+        out.append(f"placement.trainer: {s.trainer_dp} data-parallel ranks but only {sizes} sequence"
+                   f"{'' if most == 1 else 's'} per mini-batch (algorithm.prompts_per_step × "
+                   f"responses_per_prompt / minibatches), so up to {s.trainer_dp - fewest} ranks sit idle "
+                   "in each update; use fewer trainer GPUs (or more tp/pp/sp), fewer minibatches or a "
+                   "larger batch.")
+
+    # Memory offload only makes room for a colocated engine (twin.cost.memory, switch_time).
+    if not s.mode.shares_gpus:
+        for flag in ("offload_params", "offload_optimizer"):
+            if getattr(t, flag):
+                out.append(f"placement.trainer.{flag}: true does nothing in {p.mode} mode: offload only "
+                           "makes room for a colocated rollout engine; set it to false or use mode colocated.")
+
+    # Reward resources that nothing uses.
+    kind = s.reward.kind
+    if p.reward_model_gpus and not s.reward.needs_gpus:
+        out.append(f"placement.reward_model_gpus: {p.reward_model_gpus} GPUs are set aside for a reward "
+                   f"model, but reward.kind is {kind}: they sit idle and are taken from rollout and "
+                   "training; set it to 0, or use reward.kind reward_model or judge.")
+    if s.cluster.host_cpu_cores is not None and kind != "rule":
+        out.append(f"cluster.host_cpu_cores does nothing with reward.kind {kind}: the twin spends host "
+                   "cores only on rule rewards"
+                   + ("; sandboxes are sized by reward.workers." if kind == "sandbox" else "; leave it out."))
+    elif s.cluster.host_cpu_cores is not None and s.reward.cpu_seconds.upper_bound() == 0:
+        out.append("cluster.host_cpu_cores does nothing while reward.cpu_seconds is 0: the rule reward "
+                   "takes no host time; set reward.cpu_seconds to your verifier's cost per sample.")
+
+    # Evaluation needs both a period and prompts (twin.sim.loop._trainer).
+    ev = s.evaluation
+    if ev.every_steps and not ev.prompts:
+        out.append(f"evaluation.every_steps: {ev.every_steps} does nothing with evaluation.prompts: 0; "
+                   "set evaluation.prompts to the size of the evaluation set.")
+    if ev.prompts and not ev.every_steps:
+        out.append(f"evaluation.prompts: {ev.prompts} does nothing with evaluation.every_steps: 0 "
+                   "(evaluation off); set evaluation.every_steps to evaluate every that many steps.")
+
+    # DAPO's dynamic sampling (twin.workload: groups are filtered only when it is enabled; the
+    # producer regenerates until the batch is full, with no round limit).
+    ds = a.dynamic_sampling
+    if not ds.enabled and ds.zero_variance_fraction > 0:
+        out.append(f"algorithm.dynamic_sampling.zero_variance_fraction: {ds.zero_variance_fraction:g} does "
+                   "nothing while dynamic_sampling.enabled is false; set enabled: true to filter and "
+                   "regenerate those groups.")
+    if ds.max_rounds != _default(DynamicSampling, "max_rounds"):
+        out.append(f"algorithm.dynamic_sampling.max_rounds: {ds.max_rounds} is not modelled: the twin "
+                   "regenerates filtered groups until the batch is full; leave it out.")
+
+    # Weight sync rates that the chosen method does not use (twin.cost.weight_sync).
+    ws, method = s.weight_sync, sync_method(s)
+    if ws.bucket_bytes != _default(WeightSync, "bucket_bytes"):
+        out.append("weight_sync.bucket_bytes is not modelled: the sync time does not depend on it; tune "
+                   "weight_sync.gather_convert_bytes_per_s or staging_bytes_per_s instead.")
+    if ws.storage_bytes_per_s != _default(WeightSync, "storage_bytes_per_s") and method != "checkpoint":
+        out.append(f"weight_sync.storage_bytes_per_s does nothing with method {method}: only method "
+                   "checkpoint goes through storage.")
+    if ws.gather_convert_bytes_per_s is not None and method in ("reshard", "nccl_reshard"):
+        out.append(f"weight_sync.gather_convert_bytes_per_s does nothing with method {method}, which has "
+                   "no gather/convert stage; it applies to nccl_broadcast and checkpoint.")
+    return out
