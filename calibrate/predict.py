@@ -83,20 +83,20 @@ class Prediction:
 def priced_ops_per_layer(arch, kind: str) -> float:
     """Kernels of one layer the twin prices itself (GEMMs, attention, element-wise kernels),
     so that their dispatch is inside their calibrated rates: ``kind`` prefill or decode."""
-    from twin.cost import transformer as tf
+    from twin.cost import transformer
 
-    return tf.GEMMS_PER_LAYER + 1 + tf.layer_elementwise(arch, "eager")[1] + 2  # + K and V cache writes
+    return transformer.GEMMS_PER_LAYER + 1 + transformer.layer_elementwise(arch, "eager")[1] + 2  # + K and V cache writes
 
 
 def priced_ops(arch, kind: str) -> float:
     """Kernels of a whole learner pass the twin prices itself: ``kind`` score or update."""
-    from twin.cost import transformer as tf
+    from twin.cost import transformer
 
-    gemms = tf.GEMMS_PER_LAYER * arch.num_layers + 1  # + the head
+    gemms = transformer.GEMMS_PER_LAYER * arch.num_layers + 1  # + the head
     if kind == "score":
-        return gemms + arch.num_layers + tf.elementwise_work(arch, 1.0, "score", kernels="eager")[1]
+        return gemms + arch.num_layers + transformer.elementwise_work(arch, 1.0, "score", kernels="eager")[1]
     # forward and backward (two GEMMs per forward GEMM, SDPA backward), the fused AdamW step
-    return 3 * gemms + 2 * arch.num_layers + tf.elementwise_work(arch, 1.0, "train", kernels="eager")[1] + 1
+    return 3 * gemms + 2 * arch.num_layers + transformer.elementwise_work(arch, 1.0, "train", kernels="eager")[1] + 1
 
 
 class ProbePredictor:
@@ -142,14 +142,14 @@ class ProbePredictor:
 
     def iteration_time(self, it) -> float:
         """engine.py's EngineCosts.iteration_time, attention read at the call's size."""
-        from twin.cost import transformer as tf
+        from twin.cost import transformer
         from twin.cost.roofline import attention_time
 
         c, arch = self.costs, self.plan.model
         n = min(it.tokens, len(c.linear_s) - 1)
         per_call = arch.attention_flops_per_token_pair / arch.num_layers * it.pairs
         attention = arch.num_layers * attention_time(per_call, self.plan.gpu, arch.dtype,
-                                                     tf.attention_head_dim(arch), decode=it.kind == "decode")
+                                                     transformer.attention_head_dim(arch), decode=it.kind == "decode")
         device = (c.comm_s[n] + max(c.linear_s[n], c.weights_s[n])
                   + max(attention, c.kv_s_per_token * it.kv_tokens))
         if self.asynchronous:  # per_iteration_s is host time too: the fixed part of the dispatch

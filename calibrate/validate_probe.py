@@ -46,7 +46,7 @@ CPU_CONFIGS = (
 )
 DEFAULT_CONFIGS = CPU_CONFIGS  # the CPU set (CI and tests); GPU_CONFIGS for --device cuda
 
-# Sized for one large GPU (issue 8: 0.5-3 B parameters, 64-512 sequences), bf16, so that the
+# Sized for one large GPU (0.5-3 B parameters, 64-512 sequences), bf16, so that the
 # three run in about three minutes on an H100/H200 class GPU: the probe's eager generation
 # dispatches every op from Python (~66 per layer per iteration), so an iteration costs a few
 # ms of host time whatever the model, and responses are kept at 256-1024 tokens.

@@ -128,7 +128,7 @@ def test_nemo_rl_step_totals_use_the_compute_share_fitted_on_its_phase_breakdown
 
 
 def test_verls_128_gpu_run_is_bound_by_the_rollout_tail_and_staleness_pays_more_than_gpus():
-    """PUBLISHED.md A's reading, asked of the verdict (issue 5): at 128 GPUs the rollout long tail
+    """PUBLISHED.md A's reading, asked of the verdict: at 128 GPUs the rollout long tail
     binds without saturating the engines, and staleness or partial rollout buy more than more
     rollout GPUs. Runs the case at the source's fitted length scale."""
     from twin import runner

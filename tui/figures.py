@@ -24,15 +24,6 @@ LINK_TITLE = {
     "weight_sync": "weight sync",
     "evaluation": "evaluation",
 }
-LINK_NOTE = {
-    "rollout": "inference engines",
-    "tools": "multi-turn tool calls",
-    "reward": "rule / sandbox / RM / judge",
-    "optimization": "logprobs, fwd/bwd, optimizer",
-    "switch": "engine sleep/wake, reshard",
-    "weight_sync": "weights to the engines",
-    "evaluation": "eval rollouts, same GPUs",
-}
 # The resource role whose utilisation stands for a link when the verdict has no row for it.
 ROLE_OF_LINK = {"rollout": "rollout", "reward": "reward", "optimization": "trainer",
                 "weight_sync": "link"}
@@ -86,7 +77,7 @@ def link_figures(data: dict[str, Any]) -> list[LinkFigure]:
 
 
 def diagnosis(data: dict[str, Any]) -> str:
-    """The verdict's one-liner when the report has one (issue 5), else ``twin run``'s line."""
+    """The verdict's one-liner when the report has one, else ``twin run``'s line."""
     verdict = data.get("verdict")
     if isinstance(verdict, dict) and isinstance(verdict.get("diagnosis"), str):
         return verdict["diagnosis"]

@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         "validate", help="predicted vs published figures (twin validate [DIR|FILE]); --probe: vs a real torch loop here",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run every case file in DIR, or the one case FILE (default: the built-in cases of "
-        "../shared/validation/PUBLISHED.md A-D) and print predicted vs expected with the error of "
+        "published runs, docs/validation.md) and print predicted vs expected with the error of "
         "each figure, the shape checks, and a summary line. Exit code 1 when any figure is outside "
         "its tolerance. `twin validate --probe [...]` instead runs a small real GRPO loop in torch "
         "on this machine and compares it with the twin (see `twin validate --probe --help`).")

@@ -9,15 +9,15 @@ torch = pytest.importorskip("torch")
 from calibrate.probe.model import DecoderConfig  # noqa: E402
 from calibrate.probe.opcount import layer_traffic  # noqa: E402
 from twin.config.model import ModelArch  # noqa: E402
-from twin.cost import transformer as tf  # noqa: E402
+from twin.cost import transformer  # noqa: E402
 
 
 def _twin(cfg: DecoderConfig, kind: str) -> dict[str, tuple[float, float]]:
     arch = ModelArch(**cfg.arch())
-    fwd = tf.layer_elementwise_classes(arch, "eager")
+    fwd = transformer.layer_elementwise_classes(arch, "eager")
     if kind == "score":
         return fwd
-    bwd = tf.layer_elementwise_backward_classes(arch, "eager")
+    bwd = transformer.layer_elementwise_backward_classes(arch, "eager")
     return {c: (fwd[c][0] + bwd[c][0], fwd[c][1] + bwd[c][1]) for c in fwd}
 
 

@@ -8,7 +8,7 @@ from twin.config.hardware import parse_profile
 from twin.runner import plan as plan_of
 from twin.config.model import ModelArch
 from twin.config.registry import resolve_model
-from twin.cost import transformer as tf
+from twin.cost import transformer
 from twin.cost.engine import engine_costs
 from twin.cost.roofline import compute_time, elementwise_op_time, elementwise_time
 
@@ -23,11 +23,11 @@ def test_one_llama_layer_by_hand():
     # eager: 2 RMSNorms as six kernels (x², mean, + eps, rsqrt, x·rsqrt, ·weight: 7h each),
     # rotary q and k (9 per element), attention-output copy (2q), 2 residual adds (3h each),
     # SiLU (2f) and SiLU·up (3f)
-    assert tf.layer_elementwise(a, "eager") == (2 * 7 * h + 9 * q + 9 * k + 2 * q + 2 * 3 * h + 2 * f + 3 * f, 31)
-    assert tf.layer_elementwise(a, "eager")[0] == 207_872
+    assert transformer.layer_elementwise(a, "eager") == (2 * 7 * h + 9 * q + 9 * k + 2 * q + 2 * 3 * h + 2 * f + 3 * f, 31)
+    assert transformer.layer_elementwise(a, "eager")[0] == 207_872
     # fused: 2 fused add+norm (4h each), in-place rotary (2q + 2k), silu_and_mul (3f)
-    assert tf.layer_elementwise(a, "fused") == (2 * 4 * h + 2 * q + 2 * k + 3 * f, 4)
-    assert tf.layer_elementwise(a, "fused")[0] == 86_016
+    assert transformer.layer_elementwise(a, "fused") == (2 * 4 * h + 2 * q + 2 * k + 3 * f, 4)
+    assert transformer.layer_elementwise(a, "fused")[0] == 86_016
 
 
 def test_one_llama_layer_backward_by_hand():
@@ -36,34 +36,34 @@ def test_one_llama_layer_backward_by_hand():
     # eager: 2 RMSNorm backwards (24h in 14 kernels each), residual gradient sums (2 x 3h),
     # SiLU·up's products (2 x 3f) and the gate/up gradients joined (4f); SiLU backward (3f);
     # rotary gradients and q/k/v joined (18q + 22k)
-    assert tf.layer_elementwise_backward_classes(a, "eager") == {
+    assert transformer.layer_elementwise_backward_classes(a, "eager") == {
         "binary": (2 * 24 * h + 6 * h + 10 * f, 33), "unary": (3 * f, 1), "rotary": (18 * q + 22 * k, 22)}
-    fused = tf.layer_elementwise_classes(a, "fused")
-    assert tf.layer_elementwise_backward_classes(a, "fused") == {c: (2 * e, 2 * o) for c, (e, o) in fused.items()}
+    fused = transformer.layer_elementwise_classes(a, "fused")
+    assert transformer.layer_elementwise_backward_classes(a, "fused") == {c: (2 * e, 2 * o) for c, (e, o) in fused.items()}
 
 
 def test_pass_totals_by_hand():
     a = llama8b()
     h, L, V, b, T = 4096, 32, 128_256, 2, 1000
-    per_layer, ops = tf.layer_elementwise(a, "eager")
+    per_layer, ops = transformer.layer_elementwise(a, "eager")
     body = (T * (2 * h + L * per_layer) + T * 7 * h) * b  # embedding, layers, final norm
-    score = tf.elementwise_work(a, T, "score", kernels="eager")
+    score = transformer.elementwise_work(a, T, "score", kernels="eager")
     assert score == (pytest.approx(body + T * 2 * V * 4), 1 + L * ops + 6 + 1)
-    back = tf.layer_elementwise_backward_classes(a, "eager")
+    back = transformer.layer_elementwise_backward_classes(a, "eager")
     back_layer, back_ops = sum(e for e, _ in back.values()), sum(o for _, o in back.values())
     backward = (T * (2 * h + L * back_layer) + T * 24 * h) * b  # embedding, layers, final norm
-    train = tf.elementwise_work(a, T, "train", kernels="eager")
+    train = transformer.elementwise_work(a, T, "train", kernels="eager")
     assert train == (pytest.approx(body + backward + T * 6 * V * 4), (7 + L * ops) + (15 + L * back_ops) + 3)
-    recompute = tf.elementwise_work(a, T, "train", kernels="eager", recompute=True)
+    recompute = transformer.elementwise_work(a, T, "train", kernels="eager", recompute=True)
     layers = T * L * per_layer * b  # recomputation runs the layers' forward again
     assert recompute[0] == pytest.approx(body + layers + backward + T * 6 * V * 4)
     # fused: the layers' and the final norm's backward twice their forward; the embedding's 2h
-    fused_body = (T * (2 * h + L * tf.layer_elementwise(a, "fused")[0]) + T * 2 * h) * b
-    assert tf.elementwise_work(a, T, "train", kernels="fused")[0] == pytest.approx(
+    fused_body = (T * (2 * h + L * transformer.layer_elementwise(a, "fused")[0]) + T * 2 * h) * b
+    assert transformer.elementwise_work(a, T, "train", kernels="fused")[0] == pytest.approx(
         3 * fused_body - T * 2 * h * b + T * 6 * V * 4)
     # an engine iteration of 64 sequences: KV writes (4k per layer), softmax + sampler per sequence
-    gen = tf.elementwise_work(a, 64, "generate", logit_rows=64, kernels="fused")
-    fused_layer = tf.layer_elementwise(a, "fused")[0] + 4 * 1024
+    gen = transformer.elementwise_work(a, 64, "generate", logit_rows=64, kernels="fused")
+    fused_layer = transformer.layer_elementwise(a, "fused")[0] + 4 * 1024
     assert gen == (pytest.approx((64 * (2 * h + L * fused_layer) + 64 * 2 * h) * b + 64 * 4 * V * 4),
                    2 + L * 5 + 2)
 
@@ -110,7 +110,7 @@ def test_engine_adds_elementwise_time_outside_the_roofline_max():
     s = plan_of({"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpu": "h100-sxm"}})
     c = engine_costs(s)
     n = 2048
-    bytes_, ops = tf.elementwise_work(s.model, n, "generate", min(n, s.placement.rollout.max_num_seqs), "fused")
+    bytes_, ops = transformer.elementwise_work(s.model, n, "generate", min(n, s.placement.rollout.max_num_seqs), "fused")
     assert c.elementwise_s[n] == pytest.approx(elementwise_time(bytes_, ops, s.cluster.gpu))
     compute = c.linear_s[n]
     assert c.iteration_time(n, 0, 0) == pytest.approx(c.overhead_s + c.elementwise_s[n] + max(compute, c.weights_s[n]))
@@ -121,18 +121,18 @@ def test_engine_adds_elementwise_time_outside_the_roofline_max():
 def test_classes_split_the_totals():
     a = llama8b()
     h, q, k, f = 4096, 32 * 128, 8 * 128, 14336
-    eager = tf.layer_elementwise_classes(a, "eager")
+    eager = transformer.layer_elementwise_classes(a, "eager")
     assert eager == {"binary": (20 * h + 3 * f, 15), "unary": (2 * f, 1), "rotary": (11 * q + 9 * k, 15)}
     for kernels in ("eager", "fused"):
-        by = tf.layer_elementwise_classes(a, kernels)
-        assert (sum(e for e, _ in by.values()), sum(o for _, o in by.values())) == tf.layer_elementwise(a, kernels)
+        by = transformer.layer_elementwise_classes(a, kernels)
+        assert (sum(e for e, _ in by.values()), sum(o for _, o in by.values())) == transformer.layer_elementwise(a, kernels)
         for kind, rows in (("score", None), ("train", None), ("generate", 64.0)):
-            work = tf.elementwise_work_by_class(a, 1000.0, kind, rows, kernels, recompute=kind == "train")
-            total = tf.elementwise_work(a, 1000.0, kind, rows, kernels, recompute=kind == "train")
+            work = transformer.elementwise_work_by_class(a, 1000.0, kind, rows, kernels, recompute=kind == "train")
+            total = transformer.elementwise_work(a, 1000.0, kind, rows, kernels, recompute=kind == "train")
             assert sum(b for b, _ in work.values()) == pytest.approx(total[0])
             assert sum(o for _, o in work.values()) == pytest.approx(total[1])
     # the vocabulary passes are the softmax class: 2V fp32 per row when scoring
-    assert tf.elementwise_work_by_class(a, 10.0, "score")["softmax"] == (10 * 2 * 128_256 * 4, 1.0)
+    assert transformer.elementwise_work_by_class(a, 10.0, "score")["softmax"] == (10 * 2 * 128_256 * 4, 1.0)
 
 
 def test_class_curves_price_each_class_and_their_absence_changes_nothing():

@@ -19,9 +19,6 @@ from twin.config.io import input_error, read_mapping
 from twin.config.model import ModelArch, hf_config_fields
 from twin.errors import InputError, choices
 
-PROFILE_KINDS = {"gpu": DeviceProfile, "cpu": DeviceProfile, "link": LinkProfile, "host": HostProfile}
-
-
 def _builtin_dir(package: str) -> Path:
     return Path(str(resources.files(package)))
 

@@ -2,7 +2,7 @@
 
 Read with :func:`twin.config.load.load_scenario`. Every field has a docstring-like
 ``description`` and, where a serious default exists, that default (vLLM's, verl's, or the
-published workload of ../shared/validation/PUBLISHED.md E, as noted).
+published math-reasoning workload of docs/validation.md, as noted).
 """
 
 from __future__ import annotations

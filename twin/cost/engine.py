@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.plan import Plan
-from twin.cost import transformer as tf
+from twin.cost import transformer
 from twin.cost.collectives import Topology
 from twin.cost.memory import kv_shards, max_sequence_tokens, rollout_memory
 from twin.cost.roofline import elementwise_op_time, memory_rate
@@ -84,7 +84,7 @@ class EngineCosts:
         return total
 
 
-def engine_costs(plan: Plan, kernels: tf.Kernels = "fused") -> EngineCosts:
+def engine_costs(plan: Plan, kernels: transformer.Kernels = "fused") -> EngineCosts:
     """Tabulate the iteration cost of one rollout engine of ``plan``.
 
     ``kernels``: the engine's element-wise kernels, ``fused`` as vLLM and SGLang run them,
@@ -97,12 +97,12 @@ def engine_costs(plan: Plan, kernels: tf.Kernels = "fused") -> EngineCosts:
     logit_tokens = np.minimum(n, r.max_num_seqs)  # sampling needs logits only per sequence
     peak = gpu.compute.peak(dtype)
     c = gpu.compute
-    per_call = 2.0 * tf.body_params(arch) * np.maximum(n, 1.0) / (tf.GEMMS_PER_LAYER * arch.num_layers) / tp
+    per_call = 2.0 * transformer.body_params(arch) * np.maximum(n, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp
     body_eff = c.gemm_eff_array(per_call, n)
-    head_eff = c.gemm_eff_array(2.0 * tf.head_params(arch) * np.maximum(logit_tokens, 1.0) / tp, logit_tokens)
-    linear_s = np.where(n > 0, (2.0 * tf.body_params(arch) * n / body_eff
-                                + 2.0 * tf.head_params(arch) * logit_tokens / head_eff) / (tp * peak), 0.0)
-    weight_bytes = np.array([tf.weight_bytes_read(arch, k) for k in n]) / tp
+    head_eff = c.gemm_eff_array(2.0 * transformer.head_params(arch) * np.maximum(logit_tokens, 1.0) / tp, logit_tokens)
+    linear_s = np.where(n > 0, (2.0 * transformer.body_params(arch) * n / body_eff
+                                + 2.0 * transformer.head_params(arch) * logit_tokens / head_eff) / (tp * peak), 0.0)
+    weight_bytes = np.array([transformer.weight_bytes_read(arch, k) for k in n]) / tp
     weights_s = weight_bytes / memory_rate(gpu, float(weight_bytes[-1]))
     comm_s = np.zeros_like(n)
     if tp > 1:
@@ -114,8 +114,8 @@ def engine_costs(plan: Plan, kernels: tf.Kernels = "fused") -> EngineCosts:
     # element-wise bytes are linear in (tokens, sequences): a·n + b·rows; kernels are fixed.
     # Without class curves in the profile the work is priced as one average kernel (as
     # roofline.elementwise_time); with them, per class (as roofline.elementwise_time_by_class).
-    one = tf.elementwise_work_by_class(arch, 1.0, "generate", 0.0, kernels)
-    with_row = tf.elementwise_work_by_class(arch, 1.0, "generate", 1.0, kernels)
+    one = transformer.elementwise_work_by_class(arch, 1.0, "generate", 0.0, kernels)
+    with_row = transformer.elementwise_work_by_class(arch, 1.0, "generate", 1.0, kernels)
     if gpu.memory.elementwise_classes is None:
         classes = {"binary": (sum(b for b, _ in one.values()), sum(o for _, o in one.values()),
                               sum(b for b, _ in with_row.values()) - sum(b for b, _ in one.values()))}
@@ -135,7 +135,7 @@ def engine_costs(plan: Plan, kernels: tf.Kernels = "fused") -> EngineCosts:
     attn_curve = gpu.compute.attention_efficiency or gpu.compute.gemm_efficiency
     attn_best = attn_curve.best
     if gpu.compute.attention_efficiency_by_head_dim is not None:
-        attn_best *= gpu.compute.attention_efficiency_by_head_dim.at(tf.attention_head_dim(arch))
+        attn_best *= gpu.compute.attention_efficiency_by_head_dim.at(transformer.attention_head_dim(arch))
     attn_s_per_pair = arch.attention_flops_per_token_pair / tp / (peak * attn_best)
     shards = kv_shards(arch, tp)
     kv_bytes_per_gpu_token = arch.kv_bytes_per_token / shards

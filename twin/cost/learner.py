@@ -28,55 +28,18 @@ parallelism its all-to-alls; neither overlaps with compute.
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
 from twin.plan import Plan
-from twin.cost import transformer as tf
+from twin.cost import transformer
 from twin.cost.collectives import Topology
+from twin.engine.balance import balance
 from twin.cost.roofline import (attention_backward_time, attention_time, compute_time, elementwise_time_by_class,
                                 memory_time)
-from twin.heap import sift_down
-from twin.jit import njit
-
-
-@njit
-def balance_kernel(seqs_desc, ranks):
-    """Per-rank tokens and causal pairs after longest-first greedy placement of whole
-    sequences (``seqs_desc`` sorted longest first) on the least-loaded rank (ties: lowest)."""
-    tokens = np.zeros(ranks)
-    pairs = np.zeros(ranks)
-    keys = np.zeros(ranks)
-    ids = np.arange(ranks)
-    for s in seqs_desc:
-        r = ids[0]
-        tokens[r] += s
-        pairs[r] += s * (s + 1) / 2
-        keys[0] += s
-        sift_down(keys, ids, ranks, 0)
-    return tokens, pairs
-
-
-def balance_reference(seqs_desc: np.ndarray, ranks: int) -> tuple[np.ndarray, np.ndarray]:
-    """Plain-Python twin of :func:`balance_kernel` (``heapq`` of (load, rank))."""
-    tokens, pairs = np.zeros(ranks), np.zeros(ranks)
-    heap = [(0.0, r) for r in range(ranks)]
-    for s in seqs_desc:
-        load, r = heapq.heappop(heap)
-        tokens[r] += s
-        pairs[r] += s * (s + 1) / 2
-        heapq.heappush(heap, (load + s, r))
-    return tokens, pairs
-
-
-def balance(seqs: np.ndarray, ranks: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-rank token totals and Σ s(s+1)/2 (causal attention pairs) of a balanced split."""
-    return balance_kernel(np.sort(np.asarray(seqs, dtype=np.float64))[::-1].copy(), ranks)
 
 
 def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
-                      kernels: tf.Kernels = "eager") -> float:
+                      kernels: transformer.Kernels = "eager") -> float:
     """Compute seconds of one rank's pass over ``tokens`` tokens holding ``pairs`` causal
     attention pairs: ``kind`` 'score' (one forward, logits everywhere) or 'train' (forward
     + backward, + a recomputed forward with activation recomputation)."""
@@ -88,16 +51,16 @@ def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
     split = t.tp * t.pp
     micro = max(1.0, float(np.ceil(tokens / t.micro_batch_tokens)))
     rows = min(float(t.micro_batch_tokens), tokens)  # GEMM rows of one micro-batch
-    gemm = factor * 2.0 * (tf.body_params(arch) + tf.head_params(arch)) * tokens / split
-    per_call = tf.gemm_flops_per_call(arch, rows) / t.tp
+    gemm = factor * 2.0 * (transformer.body_params(arch) + transformer.head_params(arch)) * tokens / split
+    per_call = transformer.gemm_flops_per_call(arch, rows) / t.tp
     attn_call = arch.attention_flops_per_token_pair / arch.num_layers * pairs / micro / t.tp
-    d_head = tf.attention_head_dim(arch)
+    d_head = transformer.attention_head_dim(arch)
     forwards = 1.0 if kind == "score" else (2.0 if recompute else 1.0)
     attention = forwards * attention_time(attn_call, gpu, arch.dtype, d_head)
     if kind == "train":
         attention += attention_backward_time(attn_call, gpu, arch.dtype, d_head)
     attention *= arch.num_layers / t.pp * micro
-    work = tf.elementwise_work_by_class(arch, tokens, kind, kernels=kernels, recompute=recompute)
+    work = transformer.elementwise_work_by_class(arch, tokens, kind, kernels=kernels, recompute=recompute)
     # a stage launches its layers' kernels (1/pp of them) once per micro-batch, each TP-split
     elementwise = elementwise_time_by_class(work, gpu, kernel_factor=micro / t.pp, byte_divisor=split)
     busy = compute_time(gemm, gpu, arch.dtype, per_call, rows) + attention + elementwise

@@ -40,12 +40,6 @@ CONVERT_BYTES_PER_S = 72.7e9 * 2 / 23.5
 # them: 3.33 GB staged per GPU in 0.265 s (the midpoint less ~0.01 s on the wire here).
 STAGING_BYTES_PER_S = 3.33e9 / 0.265
 
-SOURCES = {
-    "convert": "verl issue 7060: 72B, 23.5 s of gather and bucketing on H100",
-    "staging": "NeMo-RL nccl-reshard-refit: Qwen3-4B 0.21–0.34 s on H100, DP8 -> TP8",
-}
-
-
 @dataclass(frozen=True)
 class WeightSyncCost:
     method: str

@@ -1,9 +1,15 @@
-"""Rollout engine model: continuous and static batching, a router, and the advance-until API.
+"""The stage kernels: every Numba hot loop of the simulator, each beside its plain-Python reference.
 
-Use :class:`EnginePool`; the Numba kernels live in :mod:`twin.engine.continuous` and
-:mod:`twin.engine.static`, their plain-Python oracle in :mod:`twin.engine.reference`.
+* the rollout engines — continuous and static batching, a router, and the advance-until API
+  (:class:`EnginePool`; kernels in :mod:`twin.engine.continuous` and :mod:`twin.engine.static`,
+  their oracle in :mod:`twin.engine.reference`);
+* the reward pool as a many-server queue (:mod:`twin.engine.reward_queue`);
+* the learner's data-parallel split of whole sequences (:mod:`twin.engine.balance`).
+
+Tests marked ``parity`` hold each kernel to its reference; CI also runs them with
+``NUMBA_DISABLE_JIT=1``, so the kernels' Python semantics stay honest.
 """
 
-from twin.engine.pool import EnginePool, EngineStats, Events, Spans
+from twin.engine.pool import EnginePool, EngineStats, Events, EngineSpans
 
-__all__ = ["EnginePool", "EngineStats", "Events", "Spans"]
+__all__ = ["EnginePool", "EngineStats", "Events", "EngineSpans"]

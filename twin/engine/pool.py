@@ -47,7 +47,7 @@ class Events(NamedTuple):
         return self.ids.size
 
 
-class Spans(NamedTuple):
+class EngineSpans(NamedTuple):
     """Busy intervals per engine (contiguous iterations merged), sorted by engine then start."""
 
     engines: np.ndarray
@@ -178,8 +178,8 @@ class EnginePool:
         """Counters per engine, current up to each engine's clock (see ``settle``)."""
         return EngineStats(clock_s=self._backend.clocks(), **self._backend.counters())
 
-    def spans(self) -> Spans:
+    def spans(self) -> EngineSpans:
         """Busy intervals of every engine, up to its clock."""
         engines, starts, ends = self._backend.spans()
         order = np.lexsort((starts, engines))
-        return Spans(engines[order], starts[order], ends[order])
+        return EngineSpans(engines[order], starts[order], ends[order])

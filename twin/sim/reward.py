@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.plan import Plan
-from twin.sim.reward_queue import new_pool, sandbox_queue_kernel
+from twin.engine.reward_queue import new_pool, sandbox_queue_kernel
 
 
 class RewardService:

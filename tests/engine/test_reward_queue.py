@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from twin.sim.reward_queue import new_pool, sandbox_queue_kernel, sandbox_queue_reference
+from twin.engine.reward_queue import new_pool, sandbox_queue_kernel, sandbox_queue_reference
 
 
 def _jobs(seed, n, tries, fail_rate):

@@ -14,7 +14,7 @@ import heapq
 
 import numpy as np
 
-from twin.heap import sift_down
+from twin.engine.heap import sift_down
 from twin.jit import njit
 
 
