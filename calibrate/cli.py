@@ -27,8 +27,8 @@ examples:
 """
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m calibrate", description=(
+def _parser(prog: str = "python -m calibrate") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description=(
         "Measure a CPU or GPU with torch microbenchmarks (GEMMs per dtype, memory bandwidth, attention, "
         "dispatch overhead, host<->device copies, collectives) and write a hardware profile for the twin."),
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
@@ -43,9 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "python -m calibrate") -> int:
+    """Entry point; returns the exit code (``prog``: the command as the user typed it)."""
+    args = _parser(prog).parse_args(argv)
     try:
         return _run(args, argv if argv is not None else sys.argv[1:])
     except CalibrationError as exc:

@@ -43,13 +43,12 @@ def check_report(plan: Plan) -> dict[str, Any]:
     return report
 
 
-def render_check(plan: Plan, report: dict[str, Any]) -> str:
+def render_check(plan: Plan, report: dict[str, Any], resolved: bool = False) -> str:
+    """The summary a person reads first; with ``resolved``, the whole scenario after it."""
     s, lines = plan, []
     arch, c, p, a = s.model, s.cluster, s.placement, s.algorithm
     about = s.scenario.description.strip()
     lines.append(f"Scenario {s.name}" + (f" — {about}" if about else ""))
-    lines.append("")
-    lines.append(yaml.safe_dump(report["scenario"], sort_keys=False, width=100).rstrip())
     lines.append("")
     lines.append(
         f"Model {arch.name}: {arch.total_params / 1e9:.2f} B parameters "
@@ -85,4 +84,9 @@ def render_check(plan: Plan, report: dict[str, Any]) -> str:
         lines.append(f"  {'':16s} generation floors: longest trajectory alone {floors['tail']:.2f} s, "
                      f"all tokens at full batch {floors['bulk']:.2f} s")
         lines.append(f"  {'step':16s} {est['step_s']:10.2f} s ({p.mode})")
+    if resolved:
+        lines += ["", "Resolved scenario (every default filled in)", "",
+                  yaml.safe_dump(report["scenario"], sort_keys=False, width=100).rstrip()]
+    else:
+        lines += ["", "(twin check --resolved also prints the whole scenario, every default filled in)"]
     return "\n".join(lines)

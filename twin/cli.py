@@ -66,10 +66,14 @@ def _parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="validate a scenario; memory per role; tier-1 phase estimates",
                            formatter_class=argparse.RawDescriptionHelpFormatter,
-                           description="Validate a scenario, print it fully resolved, the memory each "
-                           "GPU role needs (and whether it fits), and an analytic lower bound of each "
-                           "phase of one step. Exit code 2 when the input is invalid or does not fit.")
+                           description="Validate a scenario and print what it resolves to (GPUs per "
+                           "role, engines, data-parallel sizes), the memory each GPU role needs (and "
+                           "whether it fits), and an analytic lower bound of each phase of one step; "
+                           "--resolved also prints the whole scenario with every default filled in. "
+                           "Exit code 2 when the input is invalid or does not fit.")
     scenario_args(check)
+    check.add_argument("--resolved", action="store_true",
+                       help="also print the whole scenario, every default filled in, as YAML")
     run = sub.add_parser("run", help="simulate the RL loop; where the time goes and which link binds",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          description="Simulate run.steps optimizer steps of the scenario: rollout "
@@ -90,7 +94,10 @@ def _parser() -> argparse.ArgumentParser:
     scenario_args(whatif)
     whatif.add_argument("--pressure", dest="pressures", action="append", metavar="NAME|PATH=VALUE",
                         help="a pressure to try (repeatable; default: all built-in ones)")
-    sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles")
+    sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles",
+                   description="List the built-in scenarios (names for twin run/check/whatif), the model "
+                   "presets (names for model:) and the hardware profiles by kind (names for cluster.gpu, "
+                   "cluster.host and the links). Files of your own work wherever a name does: give a path.")
     validate = sub.add_parser(
         "validate", help="predicted vs published figures (twin validate [DIR|FILE]); --probe: vs a real torch loop here",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -139,7 +146,7 @@ def _main(argv: list[str]) -> int:
     if argv[:1] == ["calibrate"]:  # also `python -m calibrate`, with torch alone installed
         from calibrate.cli import main as calibrate_main
 
-        return calibrate_main(argv[1:])
+        return calibrate_main(argv[1:], prog="twin calibrate")
     if argv[:1] == ["validate"] and "--probe" in argv:
         from calibrate.validate_probe import main as probe_main
 
@@ -260,7 +267,7 @@ def _check(args) -> int:
     if args.json_path == "-":
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        print(render_check(plan, report))
+        print(render_check(plan, report, resolved=args.resolved))
         if args.json_path and problem is None:
             outputs.commit({"--json": json.dumps(report, indent=2, sort_keys=True) + "\n"})
     if problem is not None:
@@ -366,7 +373,7 @@ def _whatif(args) -> int:
               f"{row['useful_trajectories_per_hour']:11,.0f}{pressure_note(row)}")
     for pressure in asked:
         if pressure.name not in tried:  # its lever is already pulled in this scenario
-            print(f"  {pressure.description:62s} already so in this scenario")
+            print(f"  {pressure.describe(plan):62s} already so in this scenario")
     if args.json_path:
         outputs.commit({"--json": json.dumps({"baseline": baseline, "pressures": rows},
                                               indent=2, sort_keys=True) + "\n"})

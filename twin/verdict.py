@@ -40,6 +40,11 @@ class Pressure:
     link: str          # the link of the loop it relieves
     # None: not applicable here; a list: alternatives, of which the verdict keeps the best
     overrides: Callable[[Plan, Report], Overrides | list[Overrides] | None]
+    shared_description: str | None = None  # what it means where rollout and trainer share GPUs
+
+    def describe(self, plan: Plan) -> str:
+        """The row's label, in the terms of the plan's deployment mode."""
+        return self.shared_description if plan.mode.shares_gpus and self.shared_description else self.description
 
 
 def _nodes_for(plan: Plan, gpus: int) -> int:
@@ -167,8 +172,8 @@ def _async_scheduling(plan: Plan, report: Report) -> Overrides | None:
 
 
 PRESSURES: dict[str, Pressure] = {p.name: p for p in (
-    Pressure("rollout_gpus_x2", "more rollout GPUs", "×2 rollout GPUs (colocated: ×2 GPUs)",
-             "rollout", _more_rollout),
+    Pressure("rollout_gpus_x2", "more rollout GPUs", "×2 rollout GPUs", "rollout", _more_rollout,
+             "×2 GPUs (rollout and trainer share them)"),
     Pressure("trainer_gpus_x2", "more trainer GPUs", "×2 trainer GPUs", "optimization", _more_trainer),
     Pressure("reward_x2", "more reward workers",
              "×2 reward workers (sandboxes, CPU cores or reward-model GPUs)", "reward", _more_reward),
@@ -176,10 +181,10 @@ PRESSURES: dict[str, Pressure] = {p.name: p for p in (
              _faster_network),
     Pressure("weight_sync_x2", "faster weight sync", "×2 weight-sync software speed (gather/convert and staging)",
              "weight_sync", _faster_sync),
-    Pressure("staleness_plus1", "staleness +1", "+1 staleness (colocated: async on the same GPUs)",
-             "rollout", _more_staleness),
+    Pressure("staleness_plus1", "staleness +1", "+1 staleness", "rollout", _more_staleness,
+             "+1 staleness (async pools on the same GPUs)"),
     Pressure("partial_rollout", "partial rollout", "partial rollout on (async, staleness ≥ 1)",
-             "rollout", _partial_rollout),
+             "rollout", _partial_rollout, "partial rollout on (async pools on the same GPUs, staleness ≥ 1)"),
     Pressure("async_scheduling", "async engine scheduling",
              "engine schedules asynchronously (was synchronous; vLLM ≥ 0.14)", "rollout", _async_scheduling),
 )}
@@ -248,6 +253,7 @@ class Row:
     """One pressure, re-simulated (the best of its alternatives), or why it could not be."""
 
     pressure: Pressure
+    description: str  # the pressure's label in this plan's terms
     step_time_s: float | None = None
     useful_trajectories_per_hour: float | None = None
     gain: float | None = None
@@ -257,7 +263,7 @@ class Row:
 
     def to_dict(self) -> dict[str, Any]:
         p = self.pressure
-        out: dict[str, Any] = {"pressure": p.name, "short": p.short, "description": p.description, "link": p.link}
+        out: dict[str, Any] = {"pressure": p.name, "short": p.short, "description": self.description, "link": p.link}
         if self.error is not None:
             return {**out, "error": self.error}
         out.update(step_time_s=self.step_time_s, useful_trajectories_per_hour=self.useful_trajectories_per_hour,
@@ -287,12 +293,12 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
     best: dict[str, Row] = {}  # per pressure, its best alternative (the first error if all fail)
     for (p, _), rep in zip(jobs, reports):
         if isinstance(rep, InputError):
-            best.setdefault(p.name, Row(p, error=rep.message))
+            best.setdefault(p.name, Row(p, p.describe(plan), error=rep.message))
             continue
         now = rep["throughput"]["useful_trajectories_per_hour"]
         placed = rep["plan"]
         row = Row(
-            p, step_time_s=rep["step_time_s"], useful_trajectories_per_hour=now,
+            p, p.describe(plan), step_time_s=rep["step_time_s"], useful_trajectories_per_hour=now,
             gain=float(f"{now / useful - 1.0:.6g}") if useful > 0 else 0.0,
             added_gpus=sum(rep["gpus"].values()) - base_gpus,
             placement=({"rollout_gpus": placed["rollout_gpus"], "trainer_gpus": placed["trainer_gpus"]}
