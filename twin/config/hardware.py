@@ -9,18 +9,83 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Annotated, Literal, Union
+from functools import lru_cache
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
 DTYPE_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 
 class Strict(BaseModel):
-    """Base for every input model: unknown fields are errors, values are immutable."""
+    """Base for every input model: unknown fields are errors, values are immutable, numbers
+    are finite (no NaN or infinity: no field means "unbounded" by inf; those that may be
+    unbounded say so with None) and true/false is never a number."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, data: Any) -> Any:
+        """pydantic's lax mode reads true as 1 (``gpus_per_node: true`` would be one GPU), and
+        its strict mode would also refuse "2e9" (a string to YAML 1.1) and 8.0. So a boolean
+        given for a number (alone, or in a list, tuple or dict) is swapped for a value that no
+        number validator accepts and that shows as the boolean did: the field's own type error
+        names it (``cluster.gpus_per_node: Input should be a valid integer (got true)``)."""
+        if isinstance(data, dict) and any(_holds_bool(v, 2) for v in data.values()):
+            data = {k: _not_a_number(v, 2) if k in cls.model_fields and _numbers_only(cls, k) else v
+                    for k, v in data.items()}
+        return data
+
+
+class _Boolean:
+    """A boolean where a number belongs: no validator of numbers accepts it."""
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "true" if self.value else "false"
+
+
+def _holds_bool(value: Any, depth: int) -> bool:
+    if isinstance(value, bool):
+        return True
+    if depth and isinstance(value, (list, tuple)):
+        return any(_holds_bool(v, depth - 1) for v in value)
+    if depth and isinstance(value, dict):
+        return any(_holds_bool(v, depth - 1) for v in value.values())
+    return False
+
+
+def _not_a_number(value: Any, depth: int) -> Any:
+    if isinstance(value, bool):
+        return _Boolean(value)
+    if depth and isinstance(value, (list, tuple)):
+        return type(value)(_not_a_number(v, depth - 1) for v in value)
+    if depth and isinstance(value, dict):
+        return {k: _not_a_number(v, depth - 1) for k, v in value.items()}
+    return value
+
+
+@lru_cache(maxsize=None)
+def _numbers_only(model: type[BaseModel], name: str) -> bool:
+    """Whether field ``name`` holds numbers (possibly optional or in lists, tuples, dicts) and
+    no booleans."""
+    leaves = _leaf_types(model.model_fields[name].annotation)
+    return bool not in leaves and bool(leaves & {int, float})
+
+
+def _leaf_types(annotation: Any) -> set:
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return {type(a) for a in args}
+    if origin is Annotated:
+        return _leaf_types(args[0])
+    if args:
+        return set().union(*(_leaf_types(a) for a in args if a is not Ellipsis))
+    return {annotation}
 
 
 class Provenance(Strict):

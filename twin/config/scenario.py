@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import Field, PrivateAttr, ValidationInfo, field_serializer, field_validator, model_validator
 
 from twin.config.distributions import Component, Distribution, Fixed, Mixture
+from twin.config import limits
 from twin.config.hardware import DeviceProfile, HostProfile, LinkProfile, Strict
 from twin.config.model import ModelArch
 from twin.config.registry import resolve_model, resolve_profile
@@ -83,6 +84,17 @@ class Cluster(Strict):
 
     _unscaled_gpu: DeviceProfile | None = PrivateAttr(default=None)
 
+    @field_validator("compute_scale")
+    @classmethod
+    def _a_stack(cls, scale: float) -> float:
+        limits.check_compute_scale(scale)
+        return scale
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Cluster:
+        limits.check_cluster(self)
+        return self
+
     @model_validator(mode="after")
     def _scale_compute(self) -> Cluster:
         if self.compute_scale != 1.0:
@@ -135,6 +147,11 @@ class RolloutPlacement(Strict):
     )
 
     @model_validator(mode="after")
+    def _sizes(self) -> RolloutPlacement:
+        limits.check_rollout(self)
+        return self
+
+    @model_validator(mode="after")
     def _budget_holds_a_decode_batch(self) -> RolloutPlacement:
         if self.max_num_batched_tokens < self.max_num_seqs:  # vLLM refuses this too
             raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be at least "
@@ -172,6 +189,11 @@ class TrainerPlacement(Strict):
         "OpenRLHF, TRL); fused: Megatron-core/TransformerEngine fused kernels (NeMo-RL Megatron).",
     )
 
+    @model_validator(mode="after")
+    def _sizes(self) -> TrainerPlacement:
+        limits.check_trainer(self)
+        return self
+
 
 class Placement(Strict):
     mode: Literal["colocated", "disaggregated", "async"] = "colocated"
@@ -208,6 +230,11 @@ class Algorithm(Strict):
         default=False, description="Weight updates interrupt generation, which then continues."
     )
     dynamic_sampling: DynamicSampling = Field(default_factory=DynamicSampling)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Algorithm:
+        limits.check_algorithm(self)
+        return self
 
     @model_validator(mode="after")
     def _algorithm_defaults(self) -> Algorithm:
@@ -249,6 +276,13 @@ class MultiTurn(Strict):
     tool_latency_s: Distribution = Field(description="Latency of one tool call, seconds.")
     tool_reply_tokens: Distribution = Field(description="Tokens a tool reply adds to the context.")
 
+    @model_validator(mode="after")
+    def _sizes(self) -> MultiTurn:
+        limits.check_tool_calls(self.tool_calls)
+        limits.check_seconds("workload.multi_turn.tool_latency_s", self.tool_latency_s)
+        limits.check_tokens("workload.multi_turn.tool_reply_tokens", self.tool_reply_tokens)
+        return self
+
 
 class Workload(Strict):
     prompt_tokens: Distribution = Field(
@@ -267,6 +301,12 @@ class Workload(Strict):
             raise ValueError("an unbounded response length needs a 'max' (the max response length)")
         return d
 
+    @model_validator(mode="after")
+    def _sizes(self) -> Workload:
+        limits.check_tokens("workload.prompt_tokens", self.prompt_tokens)
+        limits.check_tokens("workload.response_tokens", self.response_tokens)
+        return self
+
     @property
     def max_response_tokens(self) -> int:
         return int(self.response_tokens.upper_bound())
@@ -282,6 +322,11 @@ class RuleReward(Strict):
         description="CPU seconds per sample (default: negligible; measure yours).",
     )
 
+    @model_validator(mode="after")
+    def _sizes(self) -> RuleReward:
+        limits.check_reward(self)
+        return self
+
 
 class SandboxReward(Strict):
     """Code execution in a pool of CPU sandboxes (a many-server queue)."""
@@ -292,6 +337,11 @@ class SandboxReward(Strict):
     timeout_s: float = Field(default=30.0, gt=0)
     failure_rate: float = Field(default=0.0, ge=0, lt=1, description="Fraction that fail and retry.")
     max_retries: int = Field(default=1, ge=0)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> SandboxReward:
+        limits.check_reward(self)
+        return self
 
 
 class ModelReward(Strict):
@@ -311,6 +361,11 @@ class JudgeReward(Strict):
     model: ModelArch
     tp: Count = 1
     output_tokens: Distribution = Field(default=Fixed(kind="fixed", value=256))
+
+    @model_validator(mode="after")
+    def _sizes(self) -> JudgeReward:
+        limits.check_tokens("reward.output_tokens", self.output_tokens)
+        return self
 
     _m = _model("reward.model")
 
@@ -341,16 +396,32 @@ class WeightSync(Strict):
         default=2e9, gt=0, description="checkpoint method: shared-storage write+read bandwidth."
     )
 
+    @field_validator("gather_convert_bytes_per_s", "staging_bytes_per_s", "storage_bytes_per_s")
+    @classmethod
+    def _a_rate(cls, rate: float | None, info: ValidationInfo) -> float | None:
+        limits.check_rate(f"weight_sync.{info.field_name}", rate)
+        return rate
+
 
 class Evaluation(Strict):
     every_steps: int = Field(default=0, ge=0, description="0 disables periodic evaluation.")
     prompts: int = Field(default=0, ge=0)
     samples_per_prompt: Count = 1
 
+    @model_validator(mode="after")
+    def _sizes(self) -> Evaluation:
+        limits.check_evaluation(self)
+        return self
+
 
 class Run(Strict):
     steps: Count = 10
     seed: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Run:
+        limits.check_run(self)
+        return self
 
 
 # --------------------------------------------------------------------------- scenario
@@ -368,6 +439,11 @@ class Scenario(Strict):
     run: Run = Field(default_factory=Run)
 
     _m = _model("model")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Scenario:
+        limits.check_scenario(self)
+        return self
 
     @model_validator(mode="after")
     def _place(self) -> Scenario:
