@@ -24,13 +24,14 @@ class _Bounded(Strict):
     min: NonNeg = Field(default=0.0, description="Lower clip for samples.")
     max: NonNeg | None = Field(default=None, description="Upper clip for samples (e.g. max length).")
     scale: float = Field(
-        default=1.0, gt=0,
+        default=1.0, gt=0, le=1e6,
         description="Multiplies every sample before clipping: 'my responses run 20% longer "
         "than this shape' is scale 1.2 (the one free parameter a validation source may fit).",
     )
 
     def _clip(self, x: np.ndarray) -> np.ndarray:
-        return np.clip(x * self.scale, self.min, self.max if self.max is not None else np.inf)
+        with np.errstate(over="ignore"):  # a sample beyond a float's range is inf, then clipped
+            return np.clip(x * self.scale, self.min, self.max if self.max is not None else np.inf)
 
     @model_validator(mode="after")
     def _order(self):
