@@ -29,8 +29,9 @@ def check_report(scenario: Scenario) -> dict[str, Any]:
         },
     }
     if all(m.fits for m in memory):
-        phases = phase_estimates(scenario)
-        gen = generation_bound(engine_costs(scenario), scenario.rollout_engines, sample_step(scenario))
+        step = sample_step(scenario)
+        phases = phase_estimates(scenario, step)
+        gen = generation_bound(engine_costs(scenario), scenario.rollout_engines, step)
         report["estimate"] = {
             "phases_s": {k: round(v, 4) for k, v in phases.items()},
             "generation_floors_s": {k: round(v, 4) for k, v in gen.items()},

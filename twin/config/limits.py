@@ -34,7 +34,7 @@ BYTES_PER_TRAJECTORY = 330
 
 MAX_TURNS = 2**25                # turns of all trajectories in flight, 24 bytes each: ~0.8 GB
 MAX_TOOL_CALLS = 1024            # per trajectory (agentic runs make tens)
-MAX_OPTIMIZER_STEPS = 4096       # ppo_epochs × minibatches: each a learner pass priced rank by rank
+MAX_OPTIMIZER_STEPS = 1024       # ppo_epochs × minibatches: each a learner pass priced rank by rank
 MAX_REWARD_SERVERS = 2**21       # a queue server per CPU core or sandbox: 24 bytes each, cleared per call
 MAX_ATTEMPTS = 2**26             # sandbox attempts sampled per step (1 + max_retries each): 9 bytes each
 MAX_RETRIES = 100

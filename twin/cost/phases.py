@@ -56,16 +56,18 @@ def generation_bound(costs: EngineCosts, engines: int, step: StepSample) -> dict
     return {"tail": float(tail), "bulk": float(bulk)}
 
 
-def learner_phases(scenario: Scenario, seqs: np.ndarray) -> dict[str, float]:
-    """Seconds of each learner phase for one step's sequences (prompt + response tokens)."""
+def learner_phases(scenario: Scenario, seqs: np.ndarray, priced_ranks: int | None = None) -> dict[str, float]:
+    """Seconds of each learner phase for one step's sequences (prompt + response tokens).
+    ``priced_ranks``: price only that many of the most loaded data-parallel ranks (a lower
+    bound; None: all of them, as the simulation does)."""
     a = scenario.algorithm
-    forward = forward_pass_time(scenario, seqs)
+    forward = forward_pass_time(scenario, seqs, priced_ranks)
     out: dict[str, float] = {}
     if a.old_logprob:
         out["old_logprob"] = forward
     if a.reference:
         out["reference"] = forward
-    out["update_actor"] = update_time(scenario, seqs)
+    out["update_actor"] = update_time(scenario, seqs, priced_ranks)
     if a.critic:  # the value model: same architecture, a forward for values and its own update
         out["critic"] = forward + out["update_actor"]
     return {k: float(v) for k, v in out.items()}
@@ -85,12 +87,17 @@ def resolve_host_link(scenario: Scenario):
     return resolve_profile(name, ("link",), "cluster.gpu.host_link")
 
 
-def phase_estimates(scenario: Scenario) -> dict[str, float]:
-    """Lower bound of each phase of one step, seconds."""
-    step = sample_step(scenario)
+# `twin check` prices the learner's most loaded ranks only: exact up to this many data-parallel
+# ranks holding data, a lower bound beyond, and as fast on 100k GPUs as on eight.
+CHECK_PRICED_RANKS = 1024
+
+
+def phase_estimates(scenario: Scenario, step: StepSample | None = None) -> dict[str, float]:
+    """Lower bound of each phase of one step, seconds (``step``: the step's sample, if drawn)."""
+    step = step if step is not None else sample_step(scenario)
     gen = generation_bound(engine_costs(scenario), scenario.rollout_engines, step)
     out = {"generation": max(gen["tail"], gen["bulk"]), "reward": reward_bound(scenario, len(step.response))}
-    out.update(learner_phases(scenario, step.sequence))
+    out.update(learner_phases(scenario, step.sequence, CHECK_PRICED_RANKS))
     if scenario.placement.mode == "colocated":
         out["switch"] = 2 * switch_time(scenario)
     out["weight_sync"] = weight_sync_cost(scenario).total_s

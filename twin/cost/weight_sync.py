@@ -86,7 +86,7 @@ def weight_sync_cost(scenario: Scenario) -> WeightSyncCost:
         return WeightSyncCost(method, 0.0, wire, w / tp / staging_rate(scenario))
     rollout = topo.gpus(p.trainer.gpus, p.rollout.gpus)  # pools laid out trainer first
     if method == "nccl_broadcast":
-        wire = topo.collective_time("broadcast", w, [0] + rollout)
+        wire = topo.collective_time("broadcast", w, [0, *rollout])
         return WeightSyncCost(method, w / convert_rate(scenario), wire, w / tp / staging_rate(scenario))
     if method == "nccl_reshard":
         bulk = arch.ffn_params * arch.bytes_per_param
@@ -97,7 +97,7 @@ def weight_sync_cost(scenario: Scenario) -> WeightSyncCost:
         fixed, per_byte = topo.collective_cost("p2p", [0, rollout[0]])
         send_per_gpu = bulk * (len(rollout) // tp) / p.trainer.gpus
         wire = fixed + per_byte * max(per_gpu, send_per_gpu)
-        wire += topo.collective_time("broadcast", misc, [0] + rollout)
+        wire += topo.collective_time("broadcast", misc, [0, *rollout])
         return WeightSyncCost(method, 0.0, wire, (per_gpu + misc) / staging_rate(scenario))
     gather = w / convert_rate(scenario)
     return WeightSyncCost(method, gather, 2 * w / ws.storage_bytes_per_s, w / tp / staging_rate(scenario))
