@@ -110,7 +110,9 @@ class EfficiencyCurve(Strict):
     outside them it is flat. One point means a constant efficiency.
     """
 
-    points: list[tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0, le=1)]]] = Field(
+    # An efficiency below 1e-6 would price an operation at a million times its peak time: the
+    # simulation's clock would crawl (a measured curve's smallest points are around 1e-3).
+    points: list[tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(ge=1e-6, le=1)]]] = Field(
         min_length=1
     )
     source: str
@@ -149,13 +151,14 @@ class EfficiencyCurve(Strict):
 
     def scaled(self, factor: float, why: str) -> EfficiencyCurve:
         """Every efficiency × ``factor`` (capped at 1), the reason appended to the source."""
-        return EfficiencyCurve(points=[(s, min(1.0, e * factor)) for s, e in self.points],
-                               source=f"{self.source} [× {factor:.4g}: {why}]")
+        # derived, not read: constructed without the input bounds (a scaled point may be < 1e-6)
+        return EfficiencyCurve.model_construct(points=[(s, min(1.0, e * factor)) for s, e in self.points],
+                                               source=f"{self.source} [× {factor:.4g}: {why}]")
 
 
 class Compute(Strict):
-    peak_flops: dict[Dtype, Annotated[float, Field(gt=0)]] = Field(
-        description="Dense peak FLOP/s per dtype (no sparsity)."
+    peak_flops: dict[Dtype, Annotated[float, Field(ge=1e6)]] = Field(
+        description="Dense peak FLOP/s per dtype (no sparsity; at least 1 MFLOP/s)."
     )
     gemm_efficiency: EfficiencyCurve = Field(description="Matmul efficiency by FLOP per GEMM.")
     gemm_efficiency_by_tokens: EfficiencyCurve | None = Field(
@@ -246,7 +249,7 @@ class Compute(Strict):
 
 class Memory(Strict):
     capacity_bytes: float = Field(gt=0, description="Device memory, bytes (GB = 1e9).")
-    bandwidth_bytes_per_s: float = Field(gt=0, description="Peak memory bandwidth, bytes/s.")
+    bandwidth_bytes_per_s: float = Field(ge=1e6, description="Peak memory bandwidth, bytes/s (at least 1 MB/s).")
     efficiency: EfficiencyCurve = Field(
         description="Achieved fraction of peak bandwidth by bytes moved per operation."
     )
@@ -284,18 +287,18 @@ class Memory(Strict):
 
 class Overhead(Strict):
     per_iteration_s: float = Field(
-        ge=0,
+        ge=0, le=1,
         description="Fixed cost of one engine iteration (scheduling, sampling, launch), seconds, with the "
         "host's work overlapped or amortised (placement.rollout.scheduling: overlapped).",
     )
     synchronous_step_s: float = Field(
-        default=4.0e-3, ge=0,
+        default=4.0e-3, ge=0, le=1,
         description="The same for an engine that schedules synchronously (placement.rollout.scheduling: "
         "synchronous): the GPU waits every step while the host schedules, prepares the next inputs and "
         "processes the sampled tokens. Default: vLLM RFC #6854 (Multi-Step Scheduling, Jul 2024) measured "
         "about 4 ms of GPU bubble per decode step (5-13 ms range) on H100-class GPUs.",
     )
-    per_kernel_s: float = Field(ge=0, description="Fixed cost of one kernel launch, seconds.")
+    per_kernel_s: float = Field(ge=0, le=1, description="Fixed cost of one kernel launch, seconds.")
     source: str
 
 
@@ -334,9 +337,9 @@ class LinkProfile(Strict):
     description: str = ""
     provenance: Provenance
     bandwidth_bytes_per_s: float = Field(
-        gt=0, description="Unidirectional bandwidth per endpoint (per GPU or per NIC), bytes/s."
+        ge=1e6, description="Unidirectional bandwidth per endpoint (per GPU or per NIC), bytes/s (at least 1 MB/s)."
     )
-    latency_s: float = Field(ge=0, description="Per-hop latency of one message, seconds.")
+    latency_s: float = Field(ge=0, le=1, description="Per-hop latency of one message, seconds.")
     efficiency: EfficiencyCurve = Field(
         description="Achieved fraction of bandwidth (as nccl-tests bus bandwidth) by message bytes."
     )
@@ -349,7 +352,7 @@ class HostProfile(Strict):
     name: str
     description: str = ""
     provenance: Provenance
-    cpu_cores: int = Field(gt=0)
+    cpu_cores: int = Field(gt=0, le=2**16)
     memory_bytes: float = Field(gt=0)
 
 
