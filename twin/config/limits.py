@@ -139,7 +139,8 @@ def check_algorithm(a) -> None:
     """Trajectories per step and in flight (with staleness), optimizer steps per RL step."""
     r, p, s = a.responses_per_prompt, a.prompts_per_step, a.staleness
     per_step = p * r
-    allowed = f"at most {MAX_TRAJECTORIES:,} trajectories in flight: prompts_per_step × responses_per_prompt × (1 + staleness)"
+    allowed = (f"at most {MAX_TRAJECTORIES:,} trajectories in flight: "
+               "prompts_per_step × responses_per_prompt × (1 + staleness)")
     if r > MAX_TRAJECTORIES:
         field, value, what = "algorithm.responses_per_prompt", r, f"{_n(r)} responses per prompt"
     elif per_step > MAX_TRAJECTORIES:
@@ -161,7 +162,8 @@ def check_algorithm(a) -> None:
              f"1..{per_step:,} (prompts_per_step × responses_per_prompt)")
     steps = a.ppo_epochs * a.minibatches
     if steps > MAX_OPTIMIZER_STEPS:
-        field, value = ("algorithm.minibatches", a.minibatches) if a.minibatches > 1 else ("algorithm.ppo_epochs", a.ppo_epochs)
+        field, value = (("algorithm.minibatches", a.minibatches) if a.minibatches > 1
+                        else ("algorithm.ppo_epochs", a.ppo_epochs))
         raise InputError(f"{_n(a.ppo_epochs)} epochs × {_n(a.minibatches)} mini-batches = {_n(steps)} optimizer steps "
                          "per RL step, each a learner pass the simulation prices rank by rank",
                          field=field, value=value,

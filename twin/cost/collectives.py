@@ -6,7 +6,9 @@ in the network fabric. Every node is wired alike, so the graph holds two nodes (
 one-node cluster) and stands for all of them: a path between two GPUs is the path between
 the same local GPUs on one node or on two, whatever the nodes' numbers, and a pool laid out
 node-major spans at most three shapes of node (a partial first, full ones, a partial last).
-The cost of a query is thus independent of the cluster's size. A collective over a group of GPUs runs as NCCL's rings do:
+The cost of a query is thus independent of the cluster's size.
+
+A collective over a group of GPUs runs as NCCL's rings do:
 
 * inside a node, each rank sends over its own intra-node port;
 * across nodes, NCCL runs one ring per rail and each ring's node crossing carries
