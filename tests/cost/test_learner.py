@@ -145,3 +145,22 @@ def test_tensor_parallel_all_reduces_are_priced_per_block_direction_and_micro_ba
     assert score == pytest.approx(2 * arch.num_layers * 2 * one)  # two blocks per layer, two micro-batches
     two = topo.collective_time("all_reduce", 4096 * arch.hidden_size * arch.bytes_per_param, topo.gpus(0, 2))
     assert tensor_parallel_time(tp2pp2, topo, 8192.0, "score") == pytest.approx(2 * arch.num_layers / 2 * 2 * two)
+
+
+@settings(max_examples=50, deadline=None)
+@given(seqs=st.lists(st.integers(1, 30_000), min_size=1, max_size=50), extra=st.integers(0, 500))
+def test_fewer_sequences_than_ranks_fill_the_first_ranks_one_each(seqs, extra):
+    """What lets a pass balance over as many ranks as sequences: the other ranks stay idle."""
+    desc = np.sort(np.asarray(seqs, dtype=np.float64))[::-1].copy()
+    many, few = balance_kernel(desc, len(seqs) + extra), balance_kernel(desc, len(seqs))
+    for a, b in zip(many, few):
+        assert np.array_equal(a[:len(seqs)], b) and not a[len(seqs):].any()
+
+
+def test_pricing_the_most_loaded_ranks_is_exact_up_to_that_many_and_a_lower_bound_beyond():
+    s = load_scenario({"model": "qwen2.5-7b", "cluster": {"nodes": 32}})  # 256 data-parallel ranks
+    seqs = np.random.default_rng(1).integers(100, 20_000, 5000).astype(float)
+    exact = forward_pass_time(s, seqs)
+    assert forward_pass_time(s, seqs, priced_ranks=256) == exact
+    assert update_time(s, seqs, priced_ranks=1024) == update_time(s, seqs)
+    assert 0.9 * exact <= forward_pass_time(s, seqs, priced_ranks=8) <= exact
