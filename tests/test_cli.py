@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -112,3 +113,48 @@ def test_whatif_says_when_a_pressure_is_already_pulled(capsys):
                  "--pressure", "async_scheduling", "--pressure", "reward_x2"]) == 0
     out = capsys.readouterr().out
     assert "engine schedules asynchronously" in out and "already so in this scenario" in out
+
+
+BOMB = "".join(f"{chr(97 + i)}: &{chr(97 + i)} [" + ", ".join([f"*{chr(96 + i)}"] * 9 if i else ["x"] * 9) + "]\n"
+               for i in range(9))
+
+
+@pytest.mark.parametrize("overrides", [
+    ["cluster.gpus_per_node=true"],
+    ["algorithm.minibatches=1000000000000"],
+    ["cluster.nodes=125000000000"],
+    ["algorithm.responses_per_prompt=10000000"],
+    ["cluster.host_cpu_cores=1000000000000"],
+    ["evaluation.prompts=1000000000", "evaluation.every_steps=1"],
+    ["algorithm.prompts_per_step=1000000000"],
+    ["cluster.compute_scale=1e-300"],
+    ["weight_sync.method=checkpoint", "weight_sync.storage_bytes_per_s=1e-300"],
+    ["reward={kind: rule, cpu_seconds: {kind: fixed, value: .inf}}"],
+    ["reward={kind: sandbox, workers: 8, latency_s: {kind: fixed, value: 1}, max_retries: 1000000}"],
+    ["workload.response_tokens={kind: mixture, max: 100, components: [{weight: 1, mean: .nan, sd: 1}]}"],
+    ["placement.rollout.block_size=1000000000"],
+    ["description=" + "[" * 10_000],
+])
+def test_inputs_that_crashed_or_hung_are_one_line_errors(overrides, capsys):
+    for command in ("check", "run"):
+        args = [command, *(a for o in overrides for a in ("--set", o))]
+        assert main(args + (["--no-verdict"] if command == "run" else [])) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and err.startswith("twin: error: ")
+
+
+def test_a_yaml_bomb_file_is_one_line_and_quick(tmp_path):
+    path = tmp_path / "bomb.yaml"
+    path.write_text("model: qwen2.5-7b\n" + BOMB)
+    proc = subprocess.run([sys.executable, "-m", "twin", "check", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert str(path) in proc.stderr and "line 7" in proc.stderr
+
+
+def test_check_takes_the_same_time_on_a_hundred_thousand_gpus(capsys):
+    start = time.perf_counter()
+    assert main(["check", "--set", "cluster.nodes=16384", "--set", "algorithm.minibatches=1024", "--json", "-"]) == 0
+    assert time.perf_counter() - start < 30  # ~1 s; it took over a minute at 1e6 nodes
+    report = json.loads(capsys.readouterr().out)
+    assert report["estimate"]["step_s"] > 0

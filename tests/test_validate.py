@@ -143,3 +143,24 @@ def test_verls_128_gpu_run_is_bound_by_the_rollout_tail_and_staleness_pays_more_
     assert top["link"] == "rollout" and not top["saturated"]
     gains = {r["pressure"]: r["gain"] for r in report["verdict"]["marginal_gains"] if "gain" in r}
     assert max(gains["staleness_plus1"], gains["partial_rollout"]) > gains["rollout_gpus_x2"]
+
+
+@pytest.mark.parametrize("change, words", [
+    ("fit: {parameter: cluster.compute_scale, case: a, metric: step_time_s, bounds: [0, 1]}", "greater than 0"),
+    ("fit: {parameter: cluster.compute_scale, case: a, metric: step_time_s, bounds: [1, 0.5]}", "low < high"),
+    ("checks: [{description: d, metric: step_time_s, numerator: a, denominator: nope}]", "'nope'"),
+    ("tolerance: .nan", "finite"),
+])
+def test_case_file_numbers_are_checked_before_anything_runs(tmp_path, change, words):
+    text = ("source: x\ntolerance: 0.1\nassumptions: y\nbase: {model: qwen3-4b}\n"
+            "cases: [{name: a, expected: {step_time_s: 10}}]\n")
+    key = change.split(":")[0]
+    lines = [line for line in text.splitlines() if not line.startswith(key + ":")]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("\n".join(lines + [change]) + "\n")
+    with pytest.raises(InputError) as err:
+        load_source(bad)
+    assert words in err.value.message and err.value.file == str(bad)
+    bad.write_text(text.replace("step_time_s: 10", "step_time_s: 0"))
+    with pytest.raises(InputError, match="greater than 0"):
+        load_source(bad)

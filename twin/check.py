@@ -33,8 +33,9 @@ def check_report(plan: Plan) -> dict[str, Any]:
         },
     }
     if all(m.fits for m in memory):
-        phases = phase_estimates(plan)
-        gen = generation_bound(engine_costs(plan), plan.rollout_engines, sample_step(plan))
+        step = sample_step(plan)
+        phases = phase_estimates(plan, step)
+        gen = generation_bound(engine_costs(plan), plan.rollout_engines, step)
         report["estimate"] = {
             "phases_s": {k: round(v, 4) for k, v in phases.items()},
             "generation_floors_s": {k: round(v, 4) for k, v in gen.items()},

@@ -55,9 +55,47 @@ class InputError(Exception):
         )
 
 
-def _show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+def _show(value: object, width: int = 80) -> str:
+    """``repr(value)`` cut to ``width`` characters, built only as far as that: a huge or
+    deeply nested value (an expanded YAML alias bomb) costs no more than a short one."""
+    text = _repr_prefix(value, width + 1)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+_BRACKETS = {list: "[]", tuple: "()", set: "{}", frozenset: "{}", dict: "{}"}
+
+
+def _repr_prefix(value: object, n: int) -> str:
+    """``repr(value)`` when it is shorter than ``n`` characters, else a string of at least
+    ``n`` characters that ``repr(value)`` starts with. Recursion stops at ``n`` characters,
+    since every level of nesting adds one."""
+    kind = type(value)
+    if kind in _BRACKETS and (value or kind in (list, tuple, dict)):
+        if kind is frozenset:
+            return "frozenset(" + _repr_prefix(set(value), n - 10) + ")"
+        out = _BRACKETS[kind][0]
+        items = value.items() if kind is dict else value
+        for i, item in enumerate(items):
+            if len(out) >= n:
+                return out
+            if i:
+                out += ", "
+            if kind is dict:
+                out += _repr_prefix(item[0], n - len(out))
+                out += ": " + _repr_prefix(item[1], n - len(out) - 2)
+            else:
+                out += _repr_prefix(item, n - len(out))
+        if kind is tuple and len(value) == 1:
+            out += ","
+        return out + _BRACKETS[kind][1]
+    if isinstance(value, str) and len(value) > n:
+        return repr(value[:n])
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * n:
+        return f"an integer of {len(str(value)) if value.bit_length() < 14000 else 'over 4000'} digits"
+    try:
+        return repr(value)
+    except ValueError:  # e.g. an int beyond Python's digit limit
+        return f"<{type(value).__name__}>"
 
 
 def choices(names: Iterable[str], given: str | None = None) -> str:

@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Union
 
 import numpy as np
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from twin.config import limits
 from twin.config.distributions import Distribution, Fixed
 from twin.config.hardware import Strict
 from twin.config.model import ModelArch
@@ -45,6 +46,12 @@ class RuleReward(Strict):
     )
 
     needs_gpus: ClassVar[bool] = False
+    attempts_per_sample: ClassVar[int] = 1
+
+    @model_validator(mode="after")
+    def _sizes(self) -> RuleReward:
+        limits.check_seconds("reward.cpu_seconds", self.cpu_seconds)
+        return self
 
     def servers(self, plan: Plan) -> int:
         return plan.cluster.cpu_cores * plan.cluster.nodes
@@ -71,6 +78,15 @@ class SandboxReward(Strict):
 
     needs_gpus: ClassVar[bool] = False
 
+    @model_validator(mode="after")
+    def _sizes(self) -> SandboxReward:
+        limits.check_sandbox(self)
+        return self
+
+    @property
+    def attempts_per_sample(self) -> int:
+        return 1 + self.max_retries
+
     def servers(self, plan: Plan) -> int:
         return self.workers
 
@@ -95,6 +111,7 @@ class _GpuReward(Strict):
     tp: Count = 1
 
     needs_gpus: ClassVar[bool] = True
+    attempts_per_sample: ClassVar[int] = 1
 
     @field_validator("model", mode="before")
     @classmethod
@@ -142,6 +159,11 @@ class JudgeReward(_GpuReward):
 
     kind: Literal["judge"]
     output_tokens: Distribution = Field(default=Fixed(kind="fixed", value=256))
+
+    @model_validator(mode="after")
+    def _sizes(self) -> JudgeReward:
+        limits.check_tokens("reward.output_tokens", self.output_tokens)
+        return self
 
     def _verdict_tokens(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return self.output_tokens.sample(rng, n)

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from twin.config.io import input_error, read_mapping
 from twin.config.load import apply_overrides
@@ -25,23 +25,30 @@ from twin.errors import InputError
 
 
 class Case(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str
     set: dict[str, Any] = Field(default_factory=dict, description="Overrides on the source's base.")
-    expected: dict[str, float] = Field(description="Metric -> published figure.")
+    expected: dict[str, Annotated[float, Field(gt=0)]] = Field(description="Metric -> published figure.")
     note: str = ""
 
 
 class Fit(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     parameter: str = Field(description="Scenario field to fit, e.g. workload.response_tokens.scale")
     case: str
     metric: str
-    bounds: tuple[float, float] = Field(description="Search interval (the metric must be monotone in it).")
+    bounds: tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]] = Field(
+        description="Search interval (the metric must be monotone in it; searched in log space).")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Fit:
+        if self.bounds[0] >= self.bounds[1]:
+            raise ValueError("fit bounds must be [low, high] with low < high")
+        return self
 
 
 class Check(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     description: str
     metric: str
     numerator: str
@@ -51,7 +58,7 @@ class Check(BaseModel):
 
 
 class Source(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     source: str
     reference: str = ""
     tolerance: float = Field(gt=0, lt=1)
@@ -60,6 +67,16 @@ class Source(BaseModel):
     fit: Fit | None = None
     cases: list[Case] = Field(min_length=1)
     checks: list[Check] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _checks_name_cases(self) -> Source:
+        names = {c.name for c in self.cases}
+        for check in self.checks:
+            for side in (check.numerator, check.denominator):
+                if side not in names:
+                    raise ValueError(f"check {check.description!r} names case {side!r}, which is not among "
+                                     f"the cases ({', '.join(sorted(names))})")
+        return self
 
 
 @dataclass

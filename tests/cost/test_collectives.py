@@ -42,3 +42,23 @@ def test_time_is_latency_bound_for_small_messages():
     small = t.collective_time("all_reduce", 1024, list(range(8)))
     assert small > 14 * t.cluster.intra_node_link.latency_s
     assert t.collective_time("all_reduce", 1e9, [0]) == 0.0
+
+
+def test_a_large_cluster_prices_pools_as_its_first_nodes_do():
+    """The graph holds two nodes whatever the cluster's size; pools and pairs of GPUs anywhere
+    in a 16,384-node cluster cost what the same shapes cost in a small one."""
+    small = topo(nodes=3, gpus_per_node=8, nics_per_node=4)
+    large = topo(nodes=16384, gpus_per_node=8, nics_per_node=4)
+    assert len(large.graph) == len(topo(nodes=2, gpus_per_node=8, nics_per_node=4).graph)
+    for first, count in [(0, 8), (3, 5), (4, 9), (0, 24), (5, 17)]:
+        for op in ("all_reduce", "all_gather", "broadcast"):
+            expected = small.collective_cost(op, list(range(first, first + count)))
+            assert large.collective_cost(op, large.gpus(first, count)) == expected
+            shifted = large.gpus(8 * 9000 + first, count)
+            assert large.collective_cost(op, shifted) == small.collective_cost(op, small.gpus(first, count))
+    big = large.collective_cost("all_gather", large.gpus(0, 131072))[1] / bus_factor("all_gather", 131072)
+    assert big == pytest.approx(small.collective_cost("all_gather", small.gpus(0, 24))[1]
+                                / bus_factor("all_gather", 24))
+    assert large.path_latency(3, 8 * 16000 + 5) == small.path_latency(3, 13)
+    far = large.collective_cost("broadcast", [0, *range(8 * 16383, 8 * 16384)])
+    assert far == small.collective_cost("broadcast", [0, *range(16, 24)])

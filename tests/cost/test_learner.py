@@ -126,3 +126,12 @@ def test_tensor_parallel_all_reduces_are_priced_per_block_direction_and_micro_ba
     assert score == pytest.approx(2 * arch.num_layers * 2 * one)  # two blocks per layer, two micro-batches
     two = topo.collective_time("all_reduce", 4096 * arch.hidden_size * arch.bytes_per_param, topo.gpus(0, 2))
     assert tensor_parallel_time(tp2pp2, topo, 8192.0, "score") == pytest.approx(2 * arch.num_layers / 2 * 2 * two)
+
+
+def test_pricing_the_most_loaded_ranks_is_exact_up_to_that_many_and_a_lower_bound_beyond():
+    s = plan_of({"model": "qwen2.5-7b", "cluster": {"nodes": 32}})  # 256 data-parallel ranks
+    seqs = np.random.default_rng(1).integers(100, 20_000, 5000).astype(float)
+    exact = forward_pass_time(s, seqs)
+    assert forward_pass_time(s, seqs, priced_ranks=256) == exact
+    assert update_time(s, seqs, priced_ranks=1024) == update_time(s, seqs)
+    assert 0.9 * exact <= forward_pass_time(s, seqs, priced_ranks=8) <= exact

@@ -52,3 +52,24 @@ def test_a_1f1b_pipeline_keeps_a_whole_models_activations_on_its_first_stage():
         return trainer_activation_bytes(s.model, s)["activations (micro-batch)"]
 
     assert acts(4) == pytest.approx(acts(1))
+
+
+def test_the_kv_cache_must_hold_a_sequence_in_whole_blocks():
+    """A 600-token cache holds a 241-token sequence in 16-token blocks, not in one block of
+    1024 (the engine would have no block at all: `twin run` raised a ValueError)."""
+    fixed = {"prompt_tokens": {"kind": "fixed", "value": 141},
+             "response_tokens": {"kind": "fixed", "value": 100, "max": 100}}
+
+    def kv_tokens(block: int, util: float) -> tuple[float, bool]:
+        s = plan_of({"model": "qwen2.5-7b", "workload": fixed,
+                           "placement": {"rollout": {"block_size": block, "gpu_memory_utilization": util}}})
+        m = rollout_memory(s)
+        return m.items["KV cache"] / s.model.kv_bytes_per_token, m.fits
+
+    lo, hi = 0.01, 0.9  # the utilisation that leaves ~600 tokens of KV cache
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if kv_tokens(16, mid)[0] < 600 else (lo, mid)
+    tokens, fits = kv_tokens(16, hi)
+    assert 600 <= tokens < 601 and fits
+    assert not kv_tokens(1024, hi)[1]

@@ -21,3 +21,13 @@ def test_balance_conserves_tokens_and_never_splits_a_sequence():
     assert tokens.sum() == seqs.sum()
     assert tokens.max() == 28_000  # the longest sequence alone sets the pace
     assert pairs.sum() == pytest.approx((seqs * (seqs + 1) / 2).sum())
+
+
+@settings(max_examples=50, deadline=None)
+@given(seqs=st.lists(st.integers(1, 30_000), min_size=1, max_size=50), extra=st.integers(0, 500))
+def test_fewer_sequences_than_ranks_fill_the_first_ranks_one_each(seqs, extra):
+    """What lets a pass balance over as many ranks as sequences: the other ranks stay idle."""
+    desc = np.sort(np.asarray(seqs, dtype=np.float64))[::-1].copy()
+    many, few = balance_kernel(desc, len(seqs) + extra), balance_kernel(desc, len(seqs))
+    for a, b in zip(many, few):
+        assert np.array_equal(a[:len(seqs)], b) and not a[len(seqs):].any()

@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from twin.config.hardware import Strict
+from twin.config.io import MAX_FILE_BYTES
 
 NonNeg = Annotated[float, Field(ge=0)]
 
@@ -23,13 +24,14 @@ class _Bounded(Strict):
     min: NonNeg = Field(default=0.0, description="Lower clip for samples.")
     max: NonNeg | None = Field(default=None, description="Upper clip for samples (e.g. max length).")
     scale: float = Field(
-        default=1.0, gt=0,
+        default=1.0, gt=0, le=1e6,
         description="Multiplies every sample before clipping: 'my responses run 20% longer "
         "than this shape' is scale 1.2 (the one free parameter a validation source may fit).",
     )
 
     def _clip(self, x: np.ndarray) -> np.ndarray:
-        return np.clip(x * self.scale, self.min, self.max if self.max is not None else np.inf)
+        with np.errstate(over="ignore"):  # a sample beyond a float's range is inf, then clipped
+            return np.clip(x * self.scale, self.min, self.max if self.max is not None else np.inf)
 
     @model_validator(mode="after")
     def _order(self):
@@ -142,12 +144,16 @@ class Empirical(_Bounded):
             path = Path(base) / path
         if not path.is_file():
             raise ValueError(f"histogram file not found: {path}")
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ValueError(f"histogram file {path} is larger than {MAX_FILE_BYTES // 2**20} MiB")
         try:
             data = np.loadtxt(path, delimiter=",", ndmin=2, comments="#")
-        except ValueError as exc:
+        except (ValueError, UnicodeDecodeError) as exc:
             raise ValueError(f"histogram file {path} is not CSV rows of value,weight: {exc}") from None
         if data.shape[1] != 2 or len(data) == 0 or (data[:, 1] < 0).any() or data[:, 1].sum() <= 0:
             raise ValueError(f"histogram file {path} must hold value,weight rows with weights >= 0")
+        if not np.isfinite(data).all() or not np.isfinite(data[:, 1].sum()):
+            raise ValueError(f"histogram file {path} holds a value or weight that is not a finite number")
         return path
 
     @model_validator(mode="after")

@@ -9,18 +9,83 @@ from __future__ import annotations
 
 import bisect
 import math
-from typing import Annotated, Literal, Union
+from functools import lru_cache
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
 DTYPE_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 
 class Strict(BaseModel):
-    """Base for every input model: unknown fields are errors, values are immutable."""
+    """Base for every input model: unknown fields are errors, values are immutable, numbers
+    are finite (no NaN or infinity: no field means "unbounded" by inf; those that may be
+    unbounded say so with None) and true/false is never a number."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, data: Any) -> Any:
+        """pydantic's lax mode reads true as 1 (``gpus_per_node: true`` would be one GPU), and
+        its strict mode would also refuse "2e9" (a string to YAML 1.1) and 8.0. So a boolean
+        given for a number (alone, or in a list, tuple or dict) is swapped for a value that no
+        number validator accepts and that shows as the boolean did: the field's own type error
+        names it (``cluster.gpus_per_node: Input should be a valid integer (got true)``)."""
+        if isinstance(data, dict) and any(_holds_bool(v, 2) for v in data.values()):
+            data = {k: _not_a_number(v, 2) if k in cls.model_fields and _numbers_only(cls, k) else v
+                    for k, v in data.items()}
+        return data
+
+
+class _Boolean:
+    """A boolean where a number belongs: no validator of numbers accepts it."""
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "true" if self.value else "false"
+
+
+def _holds_bool(value: Any, depth: int) -> bool:
+    if isinstance(value, bool):
+        return True
+    if depth and isinstance(value, (list, tuple)):
+        return any(_holds_bool(v, depth - 1) for v in value)
+    if depth and isinstance(value, dict):
+        return any(_holds_bool(v, depth - 1) for v in value.values())
+    return False
+
+
+def _not_a_number(value: Any, depth: int) -> Any:
+    if isinstance(value, bool):
+        return _Boolean(value)
+    if depth and isinstance(value, (list, tuple)):
+        return type(value)(_not_a_number(v, depth - 1) for v in value)
+    if depth and isinstance(value, dict):
+        return {k: _not_a_number(v, depth - 1) for k, v in value.items()}
+    return value
+
+
+@lru_cache(maxsize=None)
+def _numbers_only(model: type[BaseModel], name: str) -> bool:
+    """Whether field ``name`` holds numbers (possibly optional or in lists, tuples, dicts) and
+    no booleans."""
+    leaves = _leaf_types(model.model_fields[name].annotation)
+    return bool not in leaves and bool(leaves & {int, float})
+
+
+def _leaf_types(annotation: Any) -> set:
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return {type(a) for a in args}
+    if origin is Annotated:
+        return _leaf_types(args[0])
+    if args:
+        return set().union(*(_leaf_types(a) for a in args if a is not Ellipsis))
+    return {annotation}
 
 
 class Provenance(Strict):
@@ -45,7 +110,9 @@ class EfficiencyCurve(Strict):
     outside them it is flat. One point means a constant efficiency.
     """
 
-    points: list[tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0, le=1)]]] = Field(
+    # An efficiency below 1e-6 would price an operation at a million times its peak time: the
+    # simulation's clock would crawl (a measured curve's smallest points are around 1e-3).
+    points: list[tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(ge=1e-6, le=1)]]] = Field(
         min_length=1
     )
     source: str
@@ -84,13 +151,14 @@ class EfficiencyCurve(Strict):
 
     def scaled(self, factor: float, why: str) -> EfficiencyCurve:
         """Every efficiency × ``factor`` (capped at 1), the reason appended to the source."""
-        return EfficiencyCurve(points=[(s, min(1.0, e * factor)) for s, e in self.points],
-                               source=f"{self.source} [× {factor:.4g}: {why}]")
+        # derived, not read: constructed without the input bounds (a scaled point may be < 1e-6)
+        return EfficiencyCurve.model_construct(points=[(s, min(1.0, e * factor)) for s, e in self.points],
+                                               source=f"{self.source} [× {factor:.4g}: {why}]")
 
 
 class Compute(Strict):
-    peak_flops: dict[Dtype, Annotated[float, Field(gt=0)]] = Field(
-        description="Dense peak FLOP/s per dtype (no sparsity)."
+    peak_flops: dict[Dtype, Annotated[float, Field(ge=1e6)]] = Field(
+        description="Dense peak FLOP/s per dtype (no sparsity; at least 1 MFLOP/s)."
     )
     gemm_efficiency: EfficiencyCurve = Field(description="Matmul efficiency by FLOP per GEMM.")
     gemm_efficiency_by_tokens: EfficiencyCurve | None = Field(
@@ -181,7 +249,7 @@ class Compute(Strict):
 
 class Memory(Strict):
     capacity_bytes: float = Field(gt=0, description="Device memory, bytes (GB = 1e9).")
-    bandwidth_bytes_per_s: float = Field(gt=0, description="Peak memory bandwidth, bytes/s.")
+    bandwidth_bytes_per_s: float = Field(ge=1e6, description="Peak memory bandwidth, bytes/s (at least 1 MB/s).")
     efficiency: EfficiencyCurve = Field(
         description="Achieved fraction of peak bandwidth by bytes moved per operation."
     )
@@ -219,18 +287,18 @@ class Memory(Strict):
 
 class Overhead(Strict):
     per_iteration_s: float = Field(
-        ge=0,
+        ge=0, le=1,
         description="Fixed cost of one engine iteration (scheduling, sampling, launch), seconds, with the "
         "host's work overlapped or amortised (placement.rollout.scheduling: overlapped).",
     )
     synchronous_step_s: float = Field(
-        default=4.0e-3, ge=0,
+        default=4.0e-3, ge=0, le=1,
         description="The same for an engine that schedules synchronously (placement.rollout.scheduling: "
         "synchronous): the GPU waits every step while the host schedules, prepares the next inputs and "
         "processes the sampled tokens. Default: vLLM RFC #6854 (Multi-Step Scheduling, Jul 2024) measured "
         "about 4 ms of GPU bubble per decode step (5-13 ms range) on H100-class GPUs.",
     )
-    per_kernel_s: float = Field(ge=0, description="Fixed cost of one kernel launch, seconds.")
+    per_kernel_s: float = Field(ge=0, le=1, description="Fixed cost of one kernel launch, seconds.")
     source: str
 
 
@@ -269,9 +337,9 @@ class LinkProfile(Strict):
     description: str = ""
     provenance: Provenance
     bandwidth_bytes_per_s: float = Field(
-        gt=0, description="Unidirectional bandwidth per endpoint (per GPU or per NIC), bytes/s."
+        ge=1e6, description="Unidirectional bandwidth per endpoint (per GPU or per NIC), bytes/s (at least 1 MB/s)."
     )
-    latency_s: float = Field(ge=0, description="Per-hop latency of one message, seconds.")
+    latency_s: float = Field(ge=0, le=1, description="Per-hop latency of one message, seconds.")
     efficiency: EfficiencyCurve = Field(
         description="Achieved fraction of bandwidth (as nccl-tests bus bandwidth) by message bytes."
     )
@@ -284,7 +352,7 @@ class HostProfile(Strict):
     name: str
     description: str = ""
     provenance: Provenance
-    cpu_cores: int = Field(gt=0)
+    cpu_cores: int = Field(gt=0, le=2**16)
     memory_bytes: float = Field(gt=0)
 
 

@@ -9,24 +9,144 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, ScalarNode
 
-from twin.errors import InputError, choices
+from twin.errors import InputError, _show, choices
+
+# What an input file may hold. A scenario, a profile or a config.json is a few kilobytes
+# nested a handful of levels, with a few hundred values; these limits are far above that and
+# far below what would exhaust the stack (deep nesting) or memory (an alias bomb, "billion
+# laughs": nine aliases to nine aliases ... expand to 9^9 values).
+# (PyYAML's pure-Python loader reads some 20,000 values a second: the limits also bound the time.)
+MAX_FILE_BYTES = 2**20
+MAX_DEPTH = 64
+MAX_VALUES = 100_000  # after expanding aliases
+
+
+class UnsafeYAML(yaml.MarkedYAMLError):
+    """YAML that parses but must not be loaded: too deep, too large once aliases are
+    expanded, an alias cycle, a duplicate mapping key or an integer too long to convert."""
+
+
+class SafeLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` with limits: nesting depth, values after alias expansion (counted
+    as the document is composed, an alias as the size of what it refers to, so a bomb stops
+    before anything is expanded), no alias cycles, no duplicate keys in a mapping."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._values = 0                  # values so far, aliases expanded
+        self._sizes: dict[int, int] = {}  # id(node) -> values it expands to
+
+    def _count(self, values: int, mark) -> None:
+        self._values += values
+        if self._values > MAX_VALUES:
+            raise UnsafeYAML(None, None, f"holds more than {MAX_VALUES:,} values (aliases expanded)", mark)
+
+    def compose_node(self, parent, index):
+        mark = self.peek_event().start_mark
+        if self.check_event(AliasEvent):
+            node = super().compose_node(parent, index)
+            if id(node) not in self._sizes:
+                raise UnsafeYAML(None, None, "an alias refers to a node that contains it (a cycle)", mark)
+            self._count(self._sizes[id(node)], mark)
+            return node
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise UnsafeYAML(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
+        self._count(1, mark)
+        before = self._values
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        self._sizes[id(node)] = 1 + self._values - before
+        return node
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise UnsafeYAML("while constructing a mapping", node.start_mark,
+                                     f"duplicate key {key!r} (first on line {seen[key].line + 1})",
+                                     key_node.start_mark)
+                seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node):
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:  # Python refuses to convert more than 4300 decimal digits
+            raise UnsafeYAML(None, None, f"an integer of {len(node.value)} digits is too long to read",
+                             node.start_mark) from None
+
+
+SafeLoader.add_constructor("tag:yaml.org,2002:int", SafeLoader.construct_yaml_int)
+
+
+def load_yaml(text: str) -> Any:
+    """Parse YAML text with :class:`SafeLoader` (raises ``yaml.YAMLError``)."""
+    return yaml.load(text, Loader=SafeLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _json_depth(data: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DEPTH:
+                stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def load_json(text: str) -> Any:
+    """Parse JSON text: duplicate keys and nesting deeper than :data:`MAX_DEPTH` are errors
+    (raises ``ValueError``, ``json.JSONDecodeError`` among them)."""
+    try:
+        data = json.loads(text, object_pairs_hook=_json_object)
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    if _json_depth(data) > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return data
 
 
 def read_mapping(path: Path) -> dict:
     """Parse a YAML (or JSON) file that must hold a mapping."""
     if not path.is_file():
         raise InputError("file not found", file=path)
+    kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"file of {size / 2**20:.0f} MiB is too large to be an input", file=path,
+                             allowed=f"at most {MAX_FILE_BYTES // 2**20} MiB")
         text = path.read_text()
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        data = load_json(text) if kind == "JSON" else load_yaml(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", file=path) from None
+    except (yaml.YAMLError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"malformed {'JSON' if path.suffix == '.json' else 'YAML'}{where}: {problem}", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read file: {exc}", file=path) from None
+        raise InputError(f"malformed {kind}{where}: {problem}", file=path) from None
     if not isinstance(data, dict):
         raise InputError("the file must hold a mapping of fields", file=path, value=type(data).__name__)
     return data
@@ -129,7 +249,7 @@ def input_error(err: ValidationError, file: Path | str | None, model: type[BaseM
     value = first.get("input")
     if kind == "missing":
         return InputError("required field is missing" + more, file=file, field=shown)
-    if isinstance(value, dict) and len(str(value)) > 80:
+    if isinstance(value, dict) and len(_show(value, 81)) > 80:  # bounded: never the whole of a huge value
         return InputError(message + more, file=file, field=shown)
     return InputError(message + more, file=file, field=shown or None, value=value)
 

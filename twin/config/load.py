@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from twin.config.io import blame_override, input_error, read_mapping
+from twin.config.io import MAX_DEPTH, MAX_VALUES, UnsafeYAML, blame_override, input_error, load_yaml, read_mapping
 from twin.config.registry import builtin_scenarios, builtin_scenarios_dir, looks_like_path
 from twin.config.scenario import Scenario
 from twin.errors import InputError, choices
@@ -53,7 +53,11 @@ def _parse_typed(items: Iterable[str]) -> list[tuple[str, object, str]]:
             raise InputError("an override must look like dotted.path=value", field="--set", value=item,
                              allowed="e.g. --set placement.rollout.gpus=64")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
+            value = load_yaml(raw) if raw.strip() else ""
+        except UnsafeYAML as exc:
+            raise InputError(f"the value cannot be loaded: {exc.problem}", field=key.strip(),
+                             value=raw, allowed=f"YAML nested at most {MAX_DEPTH} levels, without duplicate keys, "
+                             f"holding at most {MAX_VALUES:,} values with its aliases expanded") from None
         except yaml.YAMLError:
             value = raw
         if isinstance(value, str) and looks_like_path(value) and Path(value).expanduser().exists():

@@ -20,12 +20,12 @@ from twin.errors import InputError
 class MoE(Strict):
     """Mixture-of-experts feed-forward layers."""
 
-    num_experts: int = Field(gt=0, description="Routed experts per MoE layer.")
-    experts_per_token: int = Field(gt=0, description="Routed experts each token activates (top-k).")
-    expert_intermediate_size: int = Field(gt=0, description="FFN width of one expert.")
-    shared_experts: int = Field(default=0, ge=0, description="Always-active experts per layer.")
+    num_experts: int = Field(gt=0, le=2**16, description="Routed experts per MoE layer.")
+    experts_per_token: int = Field(gt=0, le=2**16, description="Routed experts each token activates (top-k).")
+    expert_intermediate_size: int = Field(gt=0, le=2**24, description="FFN width of one expert.")
+    shared_experts: int = Field(default=0, ge=0, le=2**16, description="Always-active experts per layer.")
     dense_layers: int = Field(
-        default=0, ge=0, description="Leading layers with a dense FFN instead of experts."
+        default=0, ge=0, le=2**16, description="Leading layers with a dense FFN instead of experts."
     )
 
     @model_validator(mode="after")
@@ -38,24 +38,26 @@ class MoE(Strict):
 class MLA(Strict):
     """Multi-head latent attention (DeepSeek-V2/V3): the KV cache holds a compressed latent."""
 
-    q_lora_rank: int | None = Field(default=None, gt=0)
-    kv_lora_rank: int = Field(gt=0)
-    qk_nope_head_dim: int = Field(gt=0)
-    qk_rope_head_dim: int = Field(gt=0)
-    v_head_dim: int = Field(gt=0)
+    q_lora_rank: int | None = Field(default=None, gt=0, le=2**20)
+    kv_lora_rank: int = Field(gt=0, le=2**20)
+    qk_nope_head_dim: int = Field(gt=0, le=2**16)
+    qk_rope_head_dim: int = Field(gt=0, le=2**16)
+    v_head_dim: int = Field(gt=0, le=2**16)
 
 
 class ModelArch(Strict):
     """A decoder-only transformer with gated (SwiGLU) FFNs, GQA or MLA, optional MoE."""
 
     name: str = "custom"
-    num_layers: int = Field(gt=0)
-    hidden_size: int = Field(gt=0)
-    num_heads: int = Field(gt=0)
-    num_kv_heads: int = Field(gt=0)
-    head_dim: int | None = Field(default=None, gt=0, description="Defaults to hidden/heads.")
-    intermediate_size: int = Field(gt=0, description="Dense FFN width.")
-    vocab_size: int = Field(gt=0)
+    # Upper bounds: far beyond any published model (the largest have ~130 layers, hidden 16K-
+    # 25K, FFN 53K-100K, vocabularies of 260K, 256 experts); they keep sizes within a float.
+    num_layers: int = Field(gt=0, le=2**16)
+    hidden_size: int = Field(gt=0, le=2**20)
+    num_heads: int = Field(gt=0, le=2**16)
+    num_kv_heads: int = Field(gt=0, le=2**16)
+    head_dim: int | None = Field(default=None, gt=0, le=2**16, description="Defaults to hidden/heads.")
+    intermediate_size: int = Field(gt=0, le=2**24, description="Dense FFN width.")
+    vocab_size: int = Field(gt=0, le=2**24)
     tie_embeddings: bool = False
     moe: MoE | None = None
     mla: MLA | None = None
@@ -72,6 +74,9 @@ class ModelArch(Strict):
     def _heads_divide(self) -> "ModelArch":
         if self.num_heads % self.num_kv_heads:
             raise ValueError("num_heads must be a multiple of num_kv_heads")
+        if self.head_dim is None and self.hidden_size % self.num_heads:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads "
+                             f"({self.num_heads}), or give head_dim")
         if self.moe and self.moe.dense_layers > self.num_layers:
             raise ValueError("moe.dense_layers cannot exceed num_layers")
         return self

@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from twin.config.distributions import Component, Distribution, Fixed, Mixture
+from twin.config import limits
 from twin.config.hardware import DeviceProfile, HostProfile, LinkProfile, Strict
 from twin.config.model import ModelArch
 from twin.config.registry import resolve_model, resolve_profile
@@ -83,6 +84,17 @@ class Cluster(Strict):
     _intra = _profile(("link",), "cluster.intra_node_link")
     _inter = _profile(("link",), "cluster.inter_node_link")
 
+    @field_validator("compute_scale")
+    @classmethod
+    def _a_stack(cls, scale: float) -> float:
+        limits.check_compute_scale(scale)
+        return scale
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Cluster:
+        limits.check_cluster(self)
+        return self
+
     @property
     def total_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
@@ -122,6 +134,11 @@ class RolloutPlacement(Strict):
     )
 
     @model_validator(mode="after")
+    def _sizes(self) -> RolloutPlacement:
+        limits.check_rollout(self)
+        return self
+
+    @model_validator(mode="after")
     def _budget_holds_a_decode_batch(self) -> RolloutPlacement:
         if self.max_num_batched_tokens < self.max_num_seqs:  # vLLM refuses this too
             raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be at least "
@@ -158,6 +175,11 @@ class TrainerPlacement(Strict):
         description="eager: HF model code, one kernel per norm/rotary/activation (verl FSDP, "
         "OpenRLHF, TRL); fused: Megatron-core/TransformerEngine fused kernels (NeMo-RL Megatron).",
     )
+
+    @model_validator(mode="after")
+    def _sizes(self) -> TrainerPlacement:
+        limits.check_trainer(self)
+        return self
 
 
 class Placement(Strict):
@@ -196,6 +218,11 @@ class Algorithm(Strict):
         default=False, description="Weight updates interrupt generation, which then continues."
     )
     dynamic_sampling: DynamicSampling = Field(default_factory=DynamicSampling)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Algorithm:
+        limits.check_algorithm(self)
+        return self
 
     @model_validator(mode="after")
     def _algorithm_defaults(self) -> Algorithm:
@@ -237,6 +264,13 @@ class MultiTurn(Strict):
     tool_latency_s: Distribution = Field(description="Latency of one tool call, seconds.")
     tool_reply_tokens: Distribution = Field(description="Tokens a tool reply adds to the context.")
 
+    @model_validator(mode="after")
+    def _sizes(self) -> MultiTurn:
+        limits.check_tool_calls(self.tool_calls)
+        limits.check_seconds("workload.multi_turn.tool_latency_s", self.tool_latency_s)
+        limits.check_tokens("workload.multi_turn.tool_reply_tokens", self.tool_reply_tokens)
+        return self
+
 
 class Workload(Strict):
     prompt_tokens: Distribution = Field(
@@ -254,6 +288,12 @@ class Workload(Strict):
         if not np.isfinite(d.upper_bound()):
             raise ValueError("an unbounded response length needs a 'max' (the max response length)")
         return d
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Workload:
+        limits.check_tokens("workload.prompt_tokens", self.prompt_tokens)
+        limits.check_tokens("workload.response_tokens", self.response_tokens)
+        return self
 
     @property
     def max_response_tokens(self) -> int:
@@ -283,16 +323,32 @@ class WeightSync(Strict):
         default=2e9, gt=0, description="checkpoint method: shared-storage write+read bandwidth."
     )
 
+    @field_validator("gather_convert_bytes_per_s", "staging_bytes_per_s", "storage_bytes_per_s")
+    @classmethod
+    def _a_rate(cls, rate: float | None, info: ValidationInfo) -> float | None:
+        limits.check_rate(f"weight_sync.{info.field_name}", rate)
+        return rate
+
 
 class Evaluation(Strict):
     every_steps: int = Field(default=0, ge=0, description="0 disables periodic evaluation.")
     prompts: int = Field(default=0, ge=0)
     samples_per_prompt: Count = 1
 
+    @model_validator(mode="after")
+    def _sizes(self) -> Evaluation:
+        limits.check_evaluation(self)
+        return self
+
 
 class Run(Strict):
     steps: Count = 10
     seed: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Run:
+        limits.check_run(self)
+        return self
 
 
 # --------------------------------------------------------------------------- scenario
@@ -310,6 +366,11 @@ class Scenario(Strict):
     run: Run = Field(default_factory=Run)
 
     _m = _model("model")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Scenario:
+        limits.check_scenario(self)
+        return self
 
     @model_validator(mode="after")
     def _check_placement(self) -> Scenario:

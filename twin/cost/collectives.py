@@ -2,7 +2,13 @@
 
 The topology is a networkx graph: every GPU hangs off its node's NVSwitch (intra-node
 link) and off a NIC (GPUs share NICs when a node has fewer NICs than GPUs); NICs meet
-in the network fabric. A collective over a group of GPUs runs as NCCL's rings do:
+in the network fabric. Every node is wired alike, so the graph holds two nodes (one on a
+one-node cluster) and stands for all of them: a path between two GPUs is the path between
+the same local GPUs on one node or on two, whatever the nodes' numbers, and a pool laid out
+node-major spans at most three shapes of node (a partial first, full ones, a partial last).
+The cost of a query is thus independent of the cluster's size.
+
+A collective over a group of GPUs runs as NCCL's rings do:
 
 * inside a node, each rank sends over its own intra-node port;
 * across nodes, NCCL runs one ring per rail and each ring's node crossing carries
@@ -17,6 +23,7 @@ factors: all-reduce 2(n−1)/n, all-gather, reduce-scatter and all-to-all (n−1
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -64,12 +71,13 @@ class Topology:
 
     @cached_property
     def graph(self) -> nx.Graph:
+        """The first two nodes of the cluster (one if it has one): all nodes are wired alike."""
         c = self.cluster
         intra, inter = c.intra_node_link, c.inter_node_link
         intra_bw = intra.bandwidth_bytes_per_s * intra.efficiency.best
         nic_bw = inter.bandwidth_bytes_per_s * inter.efficiency.best
         g = nx.Graph()
-        for node in range(c.nodes):
+        for node in range(min(c.nodes, 2)):
             switch = ("switch", node)
             for local in range(c.gpus_per_node):
                 gpu = node * c.gpus_per_node + local
@@ -84,13 +92,19 @@ class Topology:
     def node_of(self, gpu: int) -> int:
         return gpu // self.cluster.gpus_per_node
 
+    def _path(self, a: int, b: int) -> list:
+        """The shortest path between GPUs ``a`` and ``b``, on the graph's one or two nodes."""
+        g = self.cluster.gpus_per_node
+        other = 0 if self.node_of(a) == self.node_of(b) else g
+        return nx.shortest_path(self.graph, a % g, b % g + other)
+
     def path_bandwidth(self, a: int, b: int) -> float:
         """Bandwidth of the slowest link on the shortest path between two GPUs."""
-        path = nx.shortest_path(self.graph, a, b)
+        path = self._path(a, b)
         return min(self.graph.edges[u, v]["capacity"] for u, v in zip(path, path[1:]))
 
     def path_latency(self, a: int, b: int) -> float:
-        path = nx.shortest_path(self.graph, a, b)
+        path = self._path(a, b)
         return sum(self.graph.edges[u, v]["latency"] for u, v in zip(path, path[1:]))
 
     def node_egress(self, gpus: list[int]) -> float:
@@ -110,40 +124,65 @@ class Topology:
             cache[local] = nx.maximum_flow_value(sub, "source", "fabric")
         return cache[local]
 
-    def bus_bandwidth(self, gpus: list[int]) -> float:
-        """Ring bus bandwidth of a group: the slower of intra-node ports and node egress."""
+    def _by_node(self, gpus: Sequence[int]) -> list[list[int]]:
+        """The group's GPUs node by node, in order of first appearance. A range (a pool laid
+        out node-major) yields its first node, one full node standing for all full ones, and
+        its last node: every quantity taken over the nodes is a min or a first, which these
+        three decide."""
+        g = self.cluster.gpus_per_node
+        if isinstance(gpus, range) and gpus.step == 1 and len(gpus) > 0:
+            first, last = gpus[0], gpus[-1]
+            n0, n1 = self.node_of(first), self.node_of(last)
+            if n0 == n1:
+                return [list(gpus)]
+            out = [list(range(first, (n0 + 1) * g))]
+            if n1 > n0 + 1:
+                out.append(list(range((n0 + 1) * g, (n0 + 2) * g)))
+            return out + [list(range(n1 * g, last + 1))]
         by_node: dict[int, list[int]] = defaultdict(list)
         for gpu in gpus:
             by_node[self.node_of(gpu)].append(gpu)
+        return list(by_node.values())
+
+    def bus_bandwidth(self, gpus: Sequence[int]) -> float:
+        """Ring bus bandwidth of a group: the slower of intra-node ports and node egress."""
+        by_node = self._by_node(gpus)
         rates = []
-        shared = next((m for m in by_node.values() if len(m) > 1), None)
+        shared = next((m for m in by_node if len(m) > 1), None)
         if shared:  # every intra-node port is alike: one path tells
             rates.append(self.path_bandwidth(shared[0], shared[1]))
         if len(by_node) > 1:
-            rates.extend(self.node_egress(m) for m in by_node.values())
+            rates.extend(self.node_egress(m) for m in by_node)
         return min(rates) if rates else float("inf")
 
-    def hop_latency(self, gpus: list[int]) -> float:
-        nodes = {self.node_of(g) for g in gpus}
+    def hop_latency(self, gpus: Sequence[int]) -> float:
+        by_node = self._by_node(gpus)
         a = gpus[0]
-        if len(nodes) > 1:
-            b = next(g for g in gpus if self.node_of(g) != self.node_of(a))
+        if len(by_node) > 1:
+            b = next(g for m in by_node for g in m if self.node_of(g) != self.node_of(a))
         elif len(gpus) > 1:
             b = gpus[1]
         else:
             return 0.0
         return self.path_latency(a, b)
 
-    def collective_cost(self, op: Collective, gpus: list[int]) -> tuple[float, float]:
+    def collective_cost(self, op: Collective, gpus: Sequence[int]) -> tuple[float, float]:
         """(fixed seconds, seconds per byte) of one collective among ``gpus``: its time for a
         per-rank buffer of S bytes (nccl-tests' 'size') is fixed + per_byte·S."""
         n = len(gpus)
         if n <= 1:
             return 0.0, 0.0
+        key = (op, gpus.start, n) if isinstance(gpus, range) and gpus.step == 1 else None
+        cache = self.__dict__.setdefault("_costs", {})
+        if key in cache:
+            return cache[key]
         fixed = NCCL_BASE_LATENCY_S + ring_steps(op, n) * self.hop_latency(gpus)
-        return fixed, bus_factor(op, n) / self.bus_bandwidth(gpus)
+        cost = fixed, bus_factor(op, n) / self.bus_bandwidth(gpus)
+        if key is not None:
+            cache[key] = cost
+        return cost
 
-    def collective_time(self, op: Collective, nbytes: float, gpus: list[int]) -> float:
+    def collective_time(self, op: Collective, nbytes: float, gpus: Sequence[int]) -> float:
         """Seconds for one collective moving ``nbytes`` per rank among ``gpus``."""
         if nbytes <= 0:
             return 0.0
@@ -160,6 +199,6 @@ class Topology:
                 _TOPOLOGIES.pop(next(iter(_TOPOLOGIES)))
         return hit
 
-    def gpus(self, first: int, count: int) -> list[int]:
+    def gpus(self, first: int, count: int) -> range:
         """``count`` consecutive GPUs starting at ``first`` (pools are laid out node-major)."""
-        return list(range(first, first + count))
+        return range(first, first + count)

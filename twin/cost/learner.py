@@ -75,21 +75,47 @@ def pipeline_factor(micro_batches: float, stages: int) -> float:
     return (micro_batches + stages - 1) / micro_batches
 
 
+def _rank_times(plan: Plan, topo: Topology, tokens: np.ndarray, pairs: np.ndarray, kind: str,
+                memo: dict | None, priced_ranks: int | None) -> np.ndarray:
+    """Compute seconds of every rank: each distinct (tokens, pairs) load priced once (``memo``
+    carries them across the passes of an update); a rank without tokens computes nothing.
+    ``priced_ranks``: price only that many of the most loaded ranks (by tokens and by pairs),
+    the others count as idle: a lower bound of the slowest rank, cheap on 100k ranks."""
+    t = plan.placement.trainer
+    out = np.zeros(len(tokens))
+    busy = np.flatnonzero(tokens > 0)
+    if priced_ranks is not None and len(busy) > priced_ranks:
+        k = priced_ranks - 1
+        busy = np.union1d(busy[np.argpartition(-tokens[busy], k)[:priced_ranks]],
+                          busy[np.argpartition(-pairs[busy], k)[:priced_ranks]])
+    memo = {} if memo is None else memo
+    for i in busy:
+        n, p = float(tokens[i]), float(pairs[i])
+        key = (n, p, kind)
+        if key not in memo:
+            memo[key] = (rank_compute_time(plan, n, p, kind, t.kernels) + ulysses_time(plan, topo, n, kind)
+                         + tensor_parallel_time(plan, topo, n, kind))
+        out[i] = memo[key]
+    return out
+
+
 def _pass_time(plan: Plan, seqs: np.ndarray, flop_factor: float, gathers: int,
-               reduce_scatters: int) -> float:
+               reduce_scatters: int, memo: dict | None = None, priced_ranks: int | None = None) -> float:
     """One pass over ``seqs`` split across the DP ranks; ``flop_factor`` 1 for a scoring
     forward, 3 or 4 (recompute) for forward + backward."""
     if len(seqs) == 0:
         return 0.0
     arch, t = plan.model, plan.placement.trainer
-    tokens, pairs = balance(seqs, plan.trainer_dp)
+    # With fewer sequences than ranks, longest-first placement puts one on each of the first
+    # ranks (the least loaded, ties to the lowest) and leaves the rest idle: balancing over as
+    # many ranks as sequences gives the same loads, at a cost independent of the rank count.
+    idle = len(seqs) < plan.trainer_dp
+    tokens, pairs = balance(seqs, min(plan.trainer_dp, len(seqs)))
     tokens, pairs = tokens / t.sp, pairs / t.sp  # per GPU: a group's tokens, and its heads, split sp ways
     split = t.tp * t.pp
     kind = "score" if flop_factor == 1.0 else "train"
     topo = Topology.of(plan.cluster)
-    compute = np.array([rank_compute_time(plan, float(n), float(p), kind, t.kernels)
-                        + ulysses_time(plan, topo, float(n), kind)
-                        + tensor_parallel_time(plan, topo, float(n), kind) for n, p in zip(tokens, pairs)])
+    compute = _rank_times(plan, topo, tokens, pairs, kind, memo, priced_ranks)
     shards = plan.trainer_shards
     if t.zero_stage < 3 or shards == 1:
         return float(compute.max())
@@ -98,7 +124,8 @@ def _pass_time(plan: Plan, seqs: np.ndarray, flop_factor: float, gathers: int,
     per_micro = (gathers * topo.collective_time("all_gather", shard_bytes, group)
                  + reduce_scatters * topo.collective_time("reduce_scatter", shard_bytes, group))
     micro = np.maximum(1.0, np.ceil(tokens / t.micro_batch_tokens))
-    return float(np.maximum(compute, micro * per_micro).max())
+    slowest = float(np.maximum(compute, micro * per_micro).max())
+    return max(slowest, per_micro) if idle else slowest  # an idle rank still joins one micro-batch's collectives
 
 
 def ulysses_time(plan: Plan, topo: Topology, tokens: float, kind: str) -> float:
@@ -144,22 +171,26 @@ def tensor_parallel_time(plan: Plan, topo: Topology, tokens: float, kind: str) -
     return directions * 2 * arch.num_layers / t.pp * micro * per_block
 
 
-def forward_pass_time(plan: Plan, seqs: np.ndarray) -> float:
-    """A scoring pass (old log-probs, reference, values): one forward with logits everywhere."""
-    return _pass_time(plan, seqs, 1.0, gathers=1, reduce_scatters=0)
+def forward_pass_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None) -> float:
+    """A scoring pass (old log-probs, reference, values): one forward with logits everywhere.
+    ``priced_ranks``: see :func:`_rank_times` (None: every rank, as the simulation prices)."""
+    return _pass_time(plan, seqs, 1.0, gathers=1, reduce_scatters=0, priced_ranks=priced_ranks)
 
 
-def update_time(plan: Plan, seqs: np.ndarray) -> float:
+def update_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None) -> float:
     """PPO epochs × mini-batches of forward + backward (+ recompute), each ending in an
     optimizer step; mini-batches are consecutive slices of the step's sequences."""
     a, t = plan.algorithm, plan.placement.trainer
     factor = 4.0 if t.recompute else 3.0
     gathers = 3 if t.recompute else 2  # forward, backward (and the recomputed forward)
     total = 0.0
+    memo: dict = {}
+    optimizer = optimizer_time(plan)
     for _ in range(a.ppo_epochs):
         for chunk in np.array_split(np.asarray(seqs), a.minibatches):
-            total += _pass_time(plan, chunk, factor, gathers, reduce_scatters=1)
-            total += optimizer_time(plan)
+            total += _pass_time(plan, chunk, factor, gathers, reduce_scatters=1, memo=memo,
+                                priced_ranks=priced_ranks)
+            total += optimizer
     return total
 
 

@@ -128,14 +128,15 @@ def rollout_memory(plan: Plan) -> RoleMemory:
     budget = cap * r.gpu_memory_utilization
     kv = budget - sum(items.values())
     max_len = max_sequence_tokens(plan)
-    need = max_len * arch.kv_bytes_per_token / kv_shards(arch, r.tp)
+    # in whole KV blocks: the engine holds a sequence only if its blocks fit
+    need = -(-max_len // r.block_size) * r.block_size * arch.kv_bytes_per_token / kv_shards(arch, r.tp)
     problem = None
     if kv <= 0:
         problem = (f"weights and workspace take {sum(items.values()) / GiB:.1f} GiB per rollout GPU "
                    f"of its {budget / GiB:.1f} GiB budget, leaving nothing for the KV cache")
     elif kv < need:
         problem = (f"rollout KV cache of {kv / GiB:.1f} GiB per GPU cannot hold one "
-                   f"{max_len}-token sequence ({need / GiB:.2f} GiB)")
+                   f"{max_len}-token sequence in {r.block_size}-token blocks ({need / GiB:.2f} GiB)")
     items["KV cache"] = max(kv, 0.0)
     return RoleMemory("rollout", budget, items, problem,
                       "placement.rollout" if problem else None)

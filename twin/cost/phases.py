@@ -53,16 +53,18 @@ def generation_bound(costs: EngineCosts, engines: int, step: StepSample) -> dict
     return {"tail": float(tail), "bulk": float(bulk)}
 
 
-def learner_phases(plan: Plan, seqs: np.ndarray) -> dict[str, float]:
-    """Seconds of each learner phase for one step's sequences (prompt + response tokens)."""
+def learner_phases(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None) -> dict[str, float]:
+    """Seconds of each learner phase for one step's sequences (prompt + response tokens).
+    ``priced_ranks``: price only that many of the most loaded data-parallel ranks (a lower
+    bound; None: all of them, as the simulation does)."""
     a = plan.algorithm
-    forward = forward_pass_time(plan, seqs)
+    forward = forward_pass_time(plan, seqs, priced_ranks)
     out: dict[str, float] = {}
     if a.old_logprob:
         out["old_logprob"] = forward
     if a.reference:
         out["reference"] = forward
-    out["update_actor"] = update_time(plan, seqs)
+    out["update_actor"] = update_time(plan, seqs, priced_ranks)
     if a.critic:  # the value model: same architecture, a forward for values and its own update
         out["critic"] = forward + out["update_actor"]
     return {k: float(v) for k, v in out.items()}
@@ -77,12 +79,17 @@ def switch_time(plan: Plan) -> float:
     return moved / (link.bandwidth_bytes_per_s * link.efficiency.at(moved)) + link.latency_s
 
 
-def phase_estimates(plan: Plan) -> dict[str, float]:
-    """Lower bound of each phase of one step, seconds."""
-    step = sample_step(plan)
+# `twin check` prices the learner's most loaded ranks only: exact up to this many data-parallel
+# ranks holding data, a lower bound beyond, and as fast on 100k GPUs as on eight.
+CHECK_PRICED_RANKS = 1024
+
+
+def phase_estimates(plan: Plan, step: StepSample | None = None) -> dict[str, float]:
+    """Lower bound of each phase of one step, seconds (``step``: the step's sample, if drawn)."""
+    step = step if step is not None else sample_step(plan)
     gen = generation_bound(engine_costs(plan), plan.rollout_engines, step)
     out = {"generation": max(gen["tail"], gen["bulk"]), "reward": plan.reward.bound(plan, step.sequence)}
-    out.update(learner_phases(plan, step.sequence))
+    out.update(learner_phases(plan, step.sequence, CHECK_PRICED_RANKS))
     if plan.mode.shares_gpus:
         out["switch"] = 2 * switch_time(plan)
     out["weight_sync"] = weight_sync_cost(plan).total_s

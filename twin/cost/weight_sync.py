@@ -80,7 +80,7 @@ def weight_sync_cost(plan: Plan) -> WeightSyncCost:
         return WeightSyncCost(method, 0.0, wire, w / tp / staging_rate(plan))
     rollout = topo.gpus(plan.trainer_gpus, plan.rollout_gpus)  # pools laid out trainer first
     if method == "nccl_broadcast":
-        wire = topo.collective_time("broadcast", w, [0] + rollout)
+        wire = topo.collective_time("broadcast", w, [0, *rollout])
         return WeightSyncCost(method, w / convert_rate(plan), wire, w / tp / staging_rate(plan))
     if method == "nccl_reshard":
         bulk = arch.ffn_params * arch.bytes_per_param
@@ -91,7 +91,7 @@ def weight_sync_cost(plan: Plan) -> WeightSyncCost:
         fixed, per_byte = topo.collective_cost("p2p", [0, rollout[0]])
         send_per_gpu = bulk * (len(rollout) // tp) / plan.trainer_gpus
         wire = fixed + per_byte * max(per_gpu, send_per_gpu)
-        wire += topo.collective_time("broadcast", misc, [0] + rollout)
+        wire += topo.collective_time("broadcast", misc, [0, *rollout])
         return WeightSyncCost(method, 0.0, wire, (per_gpu + misc) / staging_rate(plan))
     gather = w / convert_rate(plan)
     return WeightSyncCost(method, gather, 2 * w / ws.storage_bytes_per_s, w / tp / staging_rate(plan))

@@ -1,0 +1,27 @@
+import time
+
+import pytest
+
+from twin.errors import InputError, _show
+
+
+@pytest.mark.parametrize("value", [[1, 2], (1,), (), {}, set(), {1}, frozenset({1}), {"a": [1, {"b": (2,)}]},
+                                   "x" * 100, 1.5, None, True, list(range(100)), {"k": "v" * 200}])
+def test_show_is_repr_cut_to_80_characters(value):
+    text = repr(value)
+    assert _show(value) == (text if len(text) <= 80 else text[:77] + "...")
+
+
+def test_show_never_builds_the_repr_of_a_huge_or_deep_value():
+    bomb: list = ["x"] * 9
+    for _ in range(12):  # 9^13 leaves once expanded: repr() would never finish
+        bomb = [bomb] * 9
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    start = time.perf_counter()
+    assert _show(bomb).startswith("[" * 13 + "'x', 'x'") and len(_show(bomb)) == 80
+    assert _show(deep).startswith("[[[[") and len(_show(deep)) == 80
+    assert _show(2**50000) == "an integer of over 4000 digits"
+    assert time.perf_counter() - start < 1
+    assert "(got an integer of 101 digits)" in InputError("p", value=10**100).message
