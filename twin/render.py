@@ -69,6 +69,10 @@ def render_run(report: dict[str, Any]) -> str:
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report)]
+    if report.get("assumptions"):
+        lines += ["", "Assumed (what moves these figures most; change any with --set):"]
+        for a in report["assumptions"]:
+            lines.append(f"  {a['field']} = {a['value']}: {a['note']}")
     return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from twin.analysis import metrics
+from twin.analysis.assumptions import assumptions
 from twin.config.scenario import resolved_dict
 from twin.cost.memory import GiB, memory_report
 from twin.lint import warnings
@@ -75,4 +76,5 @@ def build_report(result: SimResult) -> dict[str, Any]:
         "scenario": resolved_dict(result.scenario),
         "plan": result.plan.summary(),
         "warnings": warnings(result.plan),
+        "assumptions": assumptions(result.plan),
     }
