@@ -1,11 +1,18 @@
-"""The RL loop end to end: one trainer process in SimPy driving the experience producer.
+"""The RL loop end to end: one SimPy process, the trainer, driving the experience producer.
 
-Deployment modes (:mod:`twin.modes`) map onto one producer with three knobs (see
-:mod:`twin.sim.producer`): staleness, batchwise or streaming admission, and partial rollout.
+SimPy holds the trainer's clock and runs one process: each step it asks the producer
+(:mod:`twin.sim.producer`) for the step's groups, waits (a SimPy timeout) until they are
+ready, runs the learner phases (old log-probs, reference, critic, update) on the trainer
+GPUs, pushes weights, and hands them to the producer. The producer is no SimPy process: a
+lazy actor with its own clock that these calls advance, driving the rollout engines (Numba
+kernels), tool calls and the reward service in windows. So SimPy sees a few events per step,
+never a request or a token.
 
-Every step the trainer waits for its groups, runs the learner phases (old log-probs,
-reference, critic, update) on the trainer GPUs, pushes weights, and records what it waited
-on: the chain of links that made up the step's wall time (the critical path).
+Deployment modes (:mod:`twin.modes`) map onto one producer with three knobs: staleness,
+batchwise or streaming admission, and partial rollout.
+
+Every step records what the trainer waited on: the chain of links that made up the step's
+wall time (the critical path).
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ def simulate(plan: Plan, progress: Progress | None = None) -> SimResult:
 
 class _Loop:
     def __init__(self, plan: Plan, progress: Progress | None) -> None:
-        self.s, self.progress = plan, progress
+        self.plan, self.progress = plan, progress
         mode, a = plan.mode, plan.algorithm
         self.rng = np.random.default_rng(plan.run.seed)
         self.timeline = Timeline()
@@ -73,10 +80,10 @@ class _Loop:
 
     # ------------------------------------------------------------------ the trainer
     def _trainer(self):
-        s, env, prod = self.s, self.env, self.producer
-        ev = s.evaluation
+        plan, env, prod = self.plan, self.env, self.producer
+        ev = plan.evaluation
         prev_end = 0.0
-        for step in range(s.run.steps):
+        for step in range(plan.run.steps):
             rec = StepRecord(step=step, start=prev_end, end=prev_end)
             if ev.every_steps and step % ev.every_steps == 0 and ev.prompts:
                 self._evaluate(rec)
@@ -86,7 +93,7 @@ class _Loop:
             self._attribute_wait(rec, ready, max(prev_end, rec.end))
             t = env.now
             seqs = ready.context
-            phases = learner_phases(s, seqs)
+            phases = learner_phases(plan, seqs)
             if self.switch_s:
                 t = self._span(rec, "trainer/pool", "switch", t, self.switch_s)
             for phase, sec in phases.items():
@@ -104,7 +111,7 @@ class _Loop:
             self.steps.append(rec)
             prev_end = rec.end
             if self.progress:
-                self.progress(step + 1, s.run.steps, env.now)
+                self.progress(step + 1, plan.run.steps, env.now)
 
     def _span(self, rec: StepRecord, resource: str, phase: str, t: float, sec: float) -> float:
         self.timeline.add(resource, phase, t, t + sec, rec.step)
@@ -116,10 +123,10 @@ class _Loop:
         """Periodic evaluation on the rollout engines. In synchronous modes it runs before the
         step's rollout and holds it up (verl validates before training); with staleness it
         competes with rollout for the engines."""
-        ev, prod = self.s.evaluation, self.producer
+        ev, prod = self.plan.evaluation, self.producer
         start = prod.clock
         prod.submit_evaluation(ev.prompts, ev.samples_per_prompt)
-        if self.s.mode.serial(self.s.algorithm.staleness):
+        if self.plan.mode.serial(self.plan.algorithm.staleness):
             prod.advance_to(math.inf)
             sec = max(0.0, prod.eval_end - max(start, rec.start))
             rec.phases["evaluation"] = sec
@@ -144,10 +151,10 @@ class _Loop:
 
     # ------------------------------------------------------------------ result
     def _result(self) -> SimResult:
-        s, prod = self.s, self.producer
+        plan, prod = self.plan, self.producer
         stats = prod.pool.stats()
         counters = {
-            "trajectories_generated": float(prod.t.total),
+            "trajectories_generated": float(prod.trajectories.total),
             "tokens_generated": float(stats.tokens_generated.sum()),
             "preemptions": float(stats.preemptions.sum()),
             "wasted_tokens": float(stats.wasted_tokens.sum()),
@@ -157,7 +164,7 @@ class _Loop:
             "weight_sync_gather_convert_s": self.sync.gather_convert_s,
             "weight_sync_wire_s": self.sync.wire_s,
         }
-        return SimResult(plan=s, spans=self.timeline.freeze(), steps=self.steps, gpus=s.gpus,
+        return SimResult(plan=plan, spans=self.timeline.freeze(), steps=self.steps, gpus=plan.gpus,
                          counters=counters, dropped=dict(prod.dropped))
 
 

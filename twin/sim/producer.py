@@ -1,18 +1,32 @@
 """The experience producer: prompts → rollout engines → tools → reward → ready groups.
 
-A lazy actor: the trainer's process asks it to advance the world to a time, or until the
-next step's groups are ready, and tells it when new weights arrive. It drives the engine pool
-in windows (never per token, never per request as SimPy events):
+Not a SimPy process: a lazy actor with its own clock (:attr:`Producer.clock`), advanced
+only when the trainer's process (:mod:`twin.sim.loop`, the one SimPy process) calls it — to
+take a step's groups (:meth:`~Producer.take`), to deliver new weights
+(:meth:`~Producer.weights_ready`), to start an evaluation, or to run to a time. Its clock may
+run ahead of the trainer's, never past the next weight update. It drives the engine pool
+(Numba kernels) in windows — never per token, never per request:
 
 * a window never crosses a pending tool return (a multi-turn trajectory re-enters the engine
   then) nor a weight update;
 * while the trainer waits for data, windows are at most ``safe_window_s`` long — the least
   time a trainer step plus weight sync can take — so when the batch turns out to be ready
-  inside a window, the update it leads to still lies beyond everything simulated.
+  inside a window, the update it leads to still lies beyond everything simulated;
+* finishes inside a window are handled together with array operations; new groups are
+  admitted (:meth:`~Producer.fill`) at the ends of windows and when weights arrive.
 
 Admission follows AReaL's staleness rule: groups for step ``b`` may start only once the
 rollout holds weights of version ``b − staleness``; submitted groups ≤ (version + staleness
-+ 1) × prompts_per_step, plus one for each group DAPO's dynamic sampling filtered out.
++ 1) × prompts_per_step, plus one for each group DAPO's dynamic sampling filtered out and one
+for each group dropped for staleness. Batchwise admission (no streaming) takes one step's
+groups at a time, only when the engines are idle. A group carries the version it was
+admitted under; with partial rollout an update interrupts generation, which continues under
+the new weights, and the group keeps its admission version. Without partial rollout an
+update waits for the engines to drain, and nothing new is admitted meanwhile.
+
+Every trajectory admitted ends up in one of: a :class:`Ready` batch handed to the trainer,
+:attr:`Producer.dropped` with its reason, or (at the end) the leftovers counted by
+:meth:`Producer.account_leftovers`.
 """
 
 from __future__ import annotations
@@ -39,7 +53,7 @@ class Growable:
     """
 
     def __init__(self, **dtypes) -> None:
-        self.n = 0      # rows held
+        self.held = 0   # rows held
         self.base = 0   # global index of the first row held
         self._names = list(dtypes)
         for name, dtype in dtypes.items():
@@ -47,35 +61,35 @@ class Growable:
 
     @property
     def total(self) -> int:
-        """Global index of the next row."""
-        return self.base + self.n
+        """Global index of the next row (rows ever added)."""
+        return self.base + self.held
 
     def extend(self, count: int, **values) -> np.ndarray:
         """Append ``count`` rows; returns their global indices."""
-        need = self.n + count
+        need = self.held + count
         size = len(getattr(self, self._names[0]))
         if need > size:
             size = max(need, 2 * size)
             for name in self._names:
                 old = getattr(self, name)
                 grown = np.zeros(size, dtype=old.dtype)
-                grown[: self.n] = old[: self.n]
+                grown[: self.held] = old[: self.held]
                 setattr(self, name, grown)
-        local = np.arange(self.n, need)
+        local = np.arange(self.held, need)
         for name, value in values.items():
             getattr(self, name)[local] = value
-        self.n = need
+        self.held = need
         return local + self.base
 
     def drop_before(self, index: int) -> None:
         """Forget the rows with global index < ``index``."""
-        k = min(max(0, index - self.base), self.n)
+        k = min(max(0, index - self.base), self.held)
         if k == 0:
             return
         for name in self._names:
             col = getattr(self, name)
-            col[: self.n - k] = col[k: self.n]
-        self.n -= k
+            col[: self.held - k] = col[k: self.held]
+        self.held -= k
         self.base += k
 
 
@@ -86,38 +100,56 @@ class Ready:
     time: float                 # when its last reward came in
     context: np.ndarray         # tokens (prompt + generated + tool replies) per trajectory
     generated: np.ndarray       # generated tokens per trajectory
-    min_version: int            # oldest policy version behind any of its groups
+    min_version: int            # oldest policy version behind any of its groups (admission)
     last_gen_end: float         # the trajectory that completed the batch: generation end,
     last_reward_end: float      # reward end,
     last_tool_s: float          # and time spent in tool calls
 
 
 class Producer:
+    """Rollout, tools and reward for the trainer; see the module's docstring.
+
+    Three knobs describe every deployment mode (:mod:`twin.modes`, set by
+    :mod:`twin.sim.loop`): ``staleness`` (versions a group may lag the step that trains on
+    it), ``batchwise`` (one step's groups at a time, once the engines are idle) or streaming
+    admission, and ``partial`` (an update interrupts generation instead of waiting for a
+    drain).
+    """
+
     def __init__(self, plan: Plan, timeline: Timeline, rng: np.random.Generator,
                  *, staleness: int, batchwise: bool, partial: bool, safe_window_s: float) -> None:
-        self.s, self.timeline, self.rng = plan, timeline, rng
+        self.plan, self.timeline, self.rng = plan, timeline, rng
         self.pool = EnginePool.from_scenario(plan)
         self.reward = RewardService(plan, np.random.default_rng(rng.integers(2**63)))
         self.staleness, self.batchwise, self.partial = staleness, batchwise, partial
         self.safe_window_s = safe_window_s
-        self.clock = 0.0
-        self.version = 0           # weights the engines hold
-        self.pending_update: float | None = None   # a newer version waiting for a drain
+        self.clock = 0.0               # simulated up to here
+        self.version = 0               # weights the engines hold
+        self.pending_update: float | None = None   # when a newer version arrived that waits for a drain
         self.pending_version = 0
         self.submitted_groups = 0
-        self.filtered_done = 0
-        self.stale_groups = 0      # dropped for exceeding the staleness bound: replaced
+        self.filtered_groups = 0       # done and filtered out by DAPO's dynamic sampling: replaced
+        self.stale_groups = 0          # dropped for exceeding the staleness bound: replaced
         mt = plan.workload.multi_turn
         self.tool_window = mt.tool_latency_s.lower_bound() if mt else math.inf
-        self.t = Growable(group=np.int64, turn=np.int64, turn_end=np.int64, context=np.float64,
-                          generated=np.float64, version=np.int64, gen_end=np.float64,
-                          tool_s=np.float64, reward_end=np.float64, ok=np.bool_)
-        self.g = Growable(size=np.int64, done=np.int64, ready=np.float64, filtered=np.bool_,
-                          consumed=np.bool_, version=np.int64, last=np.int64)
+        # Per trajectory (global id = its row): its group, the global index of its current
+        # turn and one past its last, tokens so far, when its generation and reward ended,
+        # seconds in tool calls, and whether its reward succeeded.
+        self.trajectories = Growable(group=np.int64, turn=np.int64, turn_end=np.int64,
+                                     context=np.float64, generated=np.float64,
+                                     gen_end=np.float64, tool_s=np.float64,
+                                     reward_end=np.float64, ok=np.bool_)
+        # Per group (trajectories ``g * responses_per_prompt …`` belong to group ``g``):
+        # members, members done, when its last reward came in, whether DAPO filters it out,
+        # whether it was handed over (or dropped as stale), its admission version, and the
+        # member whose reward came in last.
+        self.groups = Growable(size=np.int64, done=np.int64, ready=np.float64, filtered=np.bool_,
+                               consumed=np.bool_, version=np.int64, last_member=np.int64)
+        # Per turn: tokens to generate, then the tool's latency and reply tokens.
         self.turns = Growable(gen=np.float64, tool=np.float64, reply=np.float64)
-        self.returns_t = np.zeros(0)   # pending tool returns, sorted by time
-        self.returns_id = np.zeros(0, np.int64)
-        self.dropped: dict[str, int] = {}
+        self.tool_returns_at = np.zeros(0)   # pending tool returns, sorted by time,
+        self.tool_returns_id = np.zeros(0, np.int64)  # and the trajectories they return to
+        self.dropped: dict[str, int] = {}    # trajectories, by reason
         self.eval_pending = 0
         self.eval_end = 0.0
         for e in range(self.pool.engines):
@@ -127,9 +159,9 @@ class Producer:
     # ------------------------------------------------------------------ admission
     def allowed_groups(self) -> int:
         """Groups that may start now: the staleness quota, never beyond the run's last step."""
-        p = self.s.algorithm.prompts_per_step
-        quota = min(self.version + self.staleness + 1, self.s.run.steps) * p
-        return quota + self.filtered_done + self.stale_groups - self.submitted_groups
+        per_step = self.plan.algorithm.prompts_per_step
+        quota = min(self.version + self.staleness + 1, self.plan.run.steps) * per_step
+        return quota + self.filtered_groups + self.stale_groups - self.submitted_groups
 
     def fill(self) -> None:
         """Submit as many new groups as the staleness bound allows, at the current clock."""
@@ -139,20 +171,20 @@ class Producer:
             return
         n = self.allowed_groups()
         if self.batchwise:
-            n = min(n, self.s.algorithm.prompts_per_step)  # one batch at a time (verl one-step-off)
+            n = min(n, self.plan.algorithm.prompts_per_step)  # one batch at a time (verl one-step-off)
         if n <= 0:
             return
-        a = self.s.algorithm
-        batch = sample_batch(self.s.scenario, n, self.rng)
-        g0 = self.g.total
-        self.g.extend(n, size=a.responses_per_prompt, done=0, ready=math.inf,
-                      filtered=batch.filtered, consumed=False, version=self.version, last=-1)
+        batch = sample_batch(self.plan.scenario, n, self.rng)
+        first_group = self.groups.total
+        self.groups.extend(n, size=self.plan.algorithm.responses_per_prompt, done=0, ready=math.inf,
+                           filtered=batch.filtered, consumed=False, version=self.version,
+                           last_member=-1)
         first_turn = self.turns.total
         self.turns.extend(len(batch.gen), gen=batch.gen, tool=batch.tool_s, reply=batch.reply)
-        ids = self.t.extend(batch.size, group=g0 + batch.group, turn=first_turn + batch.turn_start[:-1],
-                            turn_end=first_turn + batch.turn_start[1:], context=batch.prompt,
-                            generated=0.0, version=self.version, gen_end=math.inf, tool_s=0.0,
-                            reward_end=math.inf, ok=False)
+        ids = self.trajectories.extend(
+            batch.size, group=first_group + batch.group, turn=first_turn + batch.turn_start[:-1],
+            turn_end=first_turn + batch.turn_start[1:], context=batch.prompt, generated=0.0,
+            gen_end=math.inf, tool_s=0.0, reward_end=math.inf, ok=False)
         self.submitted_groups += n
         self._submit(ids, self.clock)
 
@@ -161,55 +193,59 @@ class Producer:
         n = prompts * samples
         if n == 0:
             return
-        batch = sample_batch(self.s.scenario, prompts, self.rng, responses=samples)
+        batch = sample_batch(self.plan.scenario, prompts, self.rng, responses=samples)
         ids = EVAL_ID_BASE + np.arange(n, dtype=np.int64) + self.eval_pending
         gen = batch.generated()
         self.pool.submit(ids, batch.prompt.astype(np.int64), gen.astype(np.int64), self.clock)
         self.eval_pending += n
 
     def _submit(self, ids: np.ndarray, at: float) -> None:
-        i = ids - self.t.base
-        turn = self.t.turn[i] - self.turns.base
-        self.pool.submit(ids, np.maximum(self.t.context[i], 1).astype(np.int64),
+        """Each trajectory's current turn to the engines, from the context it has so far."""
+        traj = self.trajectories
+        rows = ids - traj.base
+        turn = traj.turn[rows] - self.turns.base
+        self.pool.submit(ids, np.maximum(traj.context[rows], 1).astype(np.int64),
                          self.turns.gen[turn].astype(np.int64), at)
 
     def _busy(self) -> bool:
-        return bool(self.pool.outstanding().sum() > 0 or len(self.returns_t) > 0)
+        return bool(self.pool.outstanding().sum() > 0 or len(self.tool_returns_at) > 0)
 
     # ------------------------------------------------------------------ time
-    def advance_to(self, t: float) -> None:
-        """Simulate rollout, tools and reward up to time ``t`` (``inf``: until quiet)."""
+    def advance_to(self, until: float) -> None:
+        """Simulate rollout, tools and reward up to time ``until`` (``inf``: until quiet)."""
         while True:
-            until = t
-            if len(self.returns_t):
-                until = min(until, self.returns_t[0])
+            window_end = until
+            if len(self.tool_returns_at):
+                window_end = min(window_end, self.tool_returns_at[0])
             if self.pending_update is not None and self.pending_update > self.clock:
-                until = min(until, self.pending_update)
+                window_end = min(window_end, self.pending_update)
             if self.tool_window < math.inf and self.pool.outstanding().sum() > 0:
                 # A turn that ends inside the window must not return inside it.
                 if self.tool_window > 0:
-                    until = min(until, self.clock + self.tool_window)
+                    window_end = min(window_end, self.clock + self.tool_window)
                 else:
-                    until = min(until, max(self.clock, self.pool.next_event_time()))
-            if until == math.inf and not self._busy():
+                    window_end = min(window_end, max(self.clock, self.pool.next_event_time()))
+            if window_end == math.inf and not self._busy():
                 break
-            events = self.pool.advance(until)
+            events = self.pool.advance(window_end)
             self._finished(events.ids, events.times)
-            self.clock = max(self.clock, until if until < math.inf else self.pool.now)
+            self.clock = max(self.clock, window_end if window_end < math.inf else self.pool.now)
             self._release_returns()
             self._apply_update_if_due()
-            if self.clock >= t or (t == math.inf and not self._busy()):
+            if self.clock >= until or (until == math.inf and not self._busy()):
                 break
             self.fill()
 
     def _release_returns(self) -> None:
-        due = self.returns_t <= self.clock
+        due = self.tool_returns_at <= self.clock
         if due.any():
-            ids = self.returns_id[due]
-            self.returns_t, self.returns_id = self.returns_t[~due], self.returns_id[~due]
+            ids = self.tool_returns_id[due]
+            self.tool_returns_at, self.tool_returns_id = self.tool_returns_at[~due], self.tool_returns_id[~due]
             self._submit(ids, self.clock)
 
     def _finished(self, ids: np.ndarray, times: np.ndarray) -> None:
+        """Segments the engines finished at ``times``: the next turn after a tool call, or
+        the trajectory's reward."""
         if len(ids) == 0:
             return
         is_eval = ids >= EVAL_ID_BASE
@@ -219,51 +255,52 @@ class Producer:
             ids, times = ids[~is_eval], times[~is_eval]
         if len(ids) == 0:
             return
-        t, turns = self.t, self.turns
-        i = ids - t.base
-        turn = t.turn[i] - turns.base
-        t.generated[i] += turns.gen[turn]
-        t.context[i] += turns.gen[turn] + turns.reply[turn]
-        more = t.turn[i] + 1 < t.turn_end[i]
+        traj, turns = self.trajectories, self.turns
+        rows = ids - traj.base
+        turn = traj.turn[rows] - turns.base
+        traj.generated[rows] += turns.gen[turn]
+        traj.context[rows] += turns.gen[turn] + turns.reply[turn]
+        more = traj.turn[rows] + 1 < traj.turn_end[rows]
         if more.any():  # tool calls: back to the engine after the tool's latency
-            mids = ids[more]
             back = times[more] + turns.tool[turn[more]]
-            t.tool_s[i[more]] += turns.tool[turn[more]]
-            t.turn[i[more]] += 1
-            order = np.argsort(np.r_[self.returns_t, back], kind="stable")
-            self.returns_t = np.r_[self.returns_t, back][order]
-            self.returns_id = np.r_[self.returns_id, mids][order]
-        done_ids, done_t = ids[~more], times[~more]
+            traj.tool_s[rows[more]] += turns.tool[turn[more]]
+            traj.turn[rows[more]] += 1
+            order = np.argsort(np.r_[self.tool_returns_at, back], kind="stable")
+            self.tool_returns_at = np.r_[self.tool_returns_at, back][order]
+            self.tool_returns_id = np.r_[self.tool_returns_id, ids[more]][order]
+        done_ids, done_at = ids[~more], times[~more]
         if len(done_ids) == 0:
             return
-        d = done_ids - t.base
-        t.gen_end[d] = done_t
-        start, end, ok = self.reward.score(done_t, t.context[d])
-        self.timeline.add_many(f"reward/{self.s.reward.kind}", "reward", start, end)
-        t.reward_end[d], t.ok[d] = end, ok
+        done = done_ids - traj.base
+        traj.gen_end[done] = done_at
+        start, end, ok = self.reward.score(done_at, traj.context[done])
+        self.timeline.add_many(f"reward/{self.plan.reward.kind}", "reward", start, end)
+        traj.reward_end[done], traj.ok[done] = end, ok
         self._group_progress(done_ids, end)
 
     def _group_progress(self, ids: np.ndarray, end: np.ndarray) -> None:
-        g, t = self.g, self.t
-        groups = t.group[ids - t.base]
-        np.add.at(g.done, groups - g.base, 1)
-        k = np.unique(groups) - g.base
-        complete = k[g.done[k] == g.size[k]]  # local group rows
+        """Trajectories ``ids`` are done (rewards end at ``end``): count them into their
+        groups; a complete group is ready when its last reward ends."""
+        groups, traj = self.groups, self.trajectories
+        of = traj.group[ids - traj.base]
+        np.add.at(groups.done, of - groups.base, 1)
+        touched = np.unique(of) - groups.base
+        complete = touched[groups.done[touched] == groups.size[touched]]  # local group rows
         if len(complete) == 0:
             return
-        members = self._members(complete + g.base)
-        ends = t.reward_end[members - t.base]
-        g.last[complete] = members[np.arange(len(complete)), np.argmax(ends, axis=1)]
-        g.ready[complete] = ends.max(axis=1)
-        filtered = g.filtered[complete]
+        members = self._members(complete + groups.base)
+        ends = traj.reward_end[members - traj.base]
+        groups.last_member[complete] = members[np.arange(len(complete)), np.argmax(ends, axis=1)]
+        groups.ready[complete] = ends.max(axis=1)
+        filtered = groups.filtered[complete]
         if filtered.any():
-            self.filtered_done += int(filtered.sum())
-            self._drop("filtered: rewards without variance (DAPO)", int(g.size[complete[filtered]].sum()))
+            self.filtered_groups += int(filtered.sum())
+            self._drop("filtered: rewards without variance (DAPO)", int(groups.size[complete[filtered]].sum()))
 
     def _members(self, groups: np.ndarray) -> np.ndarray:
         """Global trajectory ids of groups, a row per group: groups are laid out
         contiguously, all of one size."""
-        size = self.s.algorithm.responses_per_prompt
+        size = self.plan.algorithm.responses_per_prompt
         return np.asarray(groups)[:, None] * size + np.arange(size)
 
     def _drop(self, reason: str, count: int) -> None:
@@ -290,29 +327,29 @@ class Producer:
         interruptible generation; verl's one-step-off between batches)."""
         if self.pending_update is None or self.clock < self.pending_update:
             return
-        if self.pool.outstanding().sum() == 0 and len(self.returns_t) == 0 and self.eval_pending == 0:
+        if self.pool.outstanding().sum() == 0 and len(self.tool_returns_at) == 0 and self.eval_pending == 0:
             self.version = self.pending_version
             self.pending_update = None
 
     # ------------------------------------------------------------------ consumption
     def take(self, step: int) -> Ready:
         """Advance until ``prompts_per_step`` usable groups are ready; hand them over."""
-        need = self.s.algorithm.prompts_per_step
-        g, t = self.g, self.t
+        need = self.plan.algorithm.prompts_per_step
+        groups, traj = self.groups, self.trajectories
         while True:
             self.fill()
             ready = self._usable()  # local group rows
             if len(ready) >= need:
-                t_ready = float(np.sort(g.ready[ready])[need - 1])
+                t_ready = float(np.sort(groups.ready[ready])[need - 1])
                 if t_ready <= self.clock:
-                    chosen = ready[np.argsort(g.ready[ready], kind="stable")[:need]]
+                    chosen = ready[np.argsort(groups.ready[ready], kind="stable")[:need]]
                     # Long-tail groups can outlive the staleness bound: drop, don't train on them.
-                    stale = step - g.version[chosen] > self.staleness
+                    stale = step - groups.version[chosen] > self.staleness
                     if not stale.any():
                         break
-                    g.consumed[chosen[stale]] = True
+                    groups.consumed[chosen[stale]] = True
                     self.stale_groups += int(stale.sum())
-                    self._drop("staleness bound exceeded", int(g.size[chosen[stale]].sum()))
+                    self._drop("staleness bound exceeded", int(groups.size[chosen[stale]].sum()))
                     continue
                 self.advance_to(min(t_ready, self.clock + self.safe_window_s))
                 continue
@@ -321,36 +358,39 @@ class Producer:
             if self.safe_window_s == math.inf:
                 self.advance_to(math.inf)
             else:
-                nxt = min(self.pool.next_event_time(), self.returns_t[0] if len(self.returns_t) else math.inf)
+                nxt = min(self.pool.next_event_time(),
+                          self.tool_returns_at[0] if len(self.tool_returns_at) else math.inf)
                 self.advance_to(max(self.clock, nxt) + self.safe_window_s)
-        g.consumed[chosen] = True
-        members = (self._members(chosen + g.base) - t.base).ravel()
-        ok = t.ok[members]
+        groups.consumed[chosen] = True
+        members = (self._members(chosen + groups.base) - traj.base).ravel()
+        ok = traj.ok[members]
         if not ok.all():
             self._drop("reward failed after retries", int((~ok).sum()))
-        last = g.last[chosen[np.argmax(g.ready[chosen])]] - t.base
+        last = groups.last_member[chosen[np.argmax(groups.ready[chosen])]] - traj.base
         ready = Ready(
-            time=float(g.ready[chosen].max()),
-            context=t.context[members[ok]].copy(),
-            generated=t.generated[members[ok]].copy(),
-            min_version=int(g.version[chosen].min()),
-            last_gen_end=float(t.gen_end[last]),
-            last_reward_end=float(t.reward_end[last]),
-            last_tool_s=float(t.tool_s[last]),
+            time=float(groups.ready[chosen].max()),
+            context=traj.context[members[ok]].copy(),
+            generated=traj.generated[members[ok]].copy(),
+            min_version=int(groups.version[chosen].min()),
+            last_gen_end=float(traj.gen_end[last]),
+            last_reward_end=float(traj.reward_end[last]),
+            last_tool_s=float(traj.tool_s[last]),
         )
         self._forget_finished()
         return ready
 
     def _usable(self) -> np.ndarray:
-        g = self.g
-        n = g.n
-        return np.flatnonzero((g.done[:n] == g.size[:n]) & ~g.filtered[:n] & ~g.consumed[:n])
+        """Local rows of the groups done, not filtered out and not yet handed over."""
+        groups = self.groups
+        n = groups.held
+        return np.flatnonzero((groups.done[:n] == groups.size[:n]) & ~groups.filtered[:n]
+                              & ~groups.consumed[:n])
 
     def _final(self) -> np.ndarray:
         """Per group row: nothing will read it again (consumed, or filtered out and done)."""
-        g = self.g
-        n = g.n
-        return g.consumed[:n] | (g.filtered[:n] & (g.done[:n] == g.size[:n]))
+        groups = self.groups
+        n = groups.held
+        return groups.consumed[:n] | (groups.filtered[:n] & (groups.done[:n] == groups.size[:n]))
 
     def _forget_finished(self) -> None:
         """Drop the oldest groups that are final, with their trajectories and turns, so memory
@@ -359,10 +399,11 @@ class Producer:
         k = len(final) if final.all() else int(np.argmin(final))
         if k == 0:
             return
-        first_group = self.g.base + k
-        self.g.drop_before(first_group)
-        self.t.drop_before(first_group * self.s.algorithm.responses_per_prompt)
-        self.turns.drop_before(int(self.t.turn[0]) if self.t.n else self.turns.total)
+        first_group = self.groups.base + k
+        self.groups.drop_before(first_group)
+        self.trajectories.drop_before(first_group * self.plan.algorithm.responses_per_prompt)
+        traj = self.trajectories
+        self.turns.drop_before(int(traj.turn[0]) if traj.held else self.turns.total)
 
     # ------------------------------------------------------------------ records
     def account_leftovers(self) -> None:
@@ -370,7 +411,7 @@ class Producer:
         unused = ~self._final()
         if unused.any():
             self._drop("generated but not consumed before the run ended",
-                       int(self.g.size[: self.g.n][unused].sum()))
+                       int(self.groups.size[: self.groups.held][unused].sum()))
 
     def flush_spans(self) -> None:
         """Engine busy intervals into the timeline (once, at the end)."""
