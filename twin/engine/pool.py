@@ -1,7 +1,7 @@
 """A pool of rollout engines behind a router, with the advance-until interface.
 
-The simulation (SimPy) drives the pool; the pool never sees per-token or per-request
-events, only the finishes it reports. Contract:
+The experience producer (twin.sim.producer) drives the pool; the pool never sees per-token or
+per-request events, only the finishes it reports. Contract:
 
 * ``submit(ids, prompt_tokens, new_tokens, arrival)`` queues segments (a single-turn
   trajectory is one segment; a multi-turn one re-submits each turn with its longer
