@@ -18,11 +18,11 @@ def verdict_line(report: dict[str, Any]) -> str:
         return "No link held the trainer up."
     top = rows[0]
     share = top["critical_path_share"] * 100
-    util = top["utilization"]
-    util_text = f"{util * 100:.0f}% utilised" if util is not None else "no resource of its own"
+    load = top["utilization"]
+    load_text = f"at {load * 100:.0f}% load" if load is not None else "no resource of its own"
     state = ("binds and is saturated: more of it buys experience" if top["saturated"]
-             else "binds but is not saturated: waiting, not working, holds the step")
-    return f"{top['link']} {state} — {share:.0f}% of the critical path, {util_text}."
+             else "binds but is not saturated: it waits more than it works (twin whatif says what more of it buys)")
+    return f"{top['link']} {state} — {share:.0f}% of the critical path, {load_text}."
 
 
 def render_run(report: dict[str, Any]) -> str:
@@ -42,11 +42,14 @@ def render_run(report: dict[str, Any]) -> str:
     step = report["step_time_s"] or 1.0
     for phase, sec in sorted(report["breakdown"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  {phase:14s} {sec:10.2f}  {_bar(sec / step)}")
-    lines += ["", f"  {'link':14s} {'critical path':>13s} {'utilisation':>12s}"]
-    for row in report["bottleneck"]:
-        util = f"{row['utilization'] * 100:11.0f}%" if row["utilization"] is not None else f"{'—':>12s}"
-        flag = "  saturated" if row["saturated"] else ("  binds" if row["binds"] else "")
-        lines.append(f"  {row['link']:14s} {row['critical_path_share'] * 100:12.0f}% {util}{flag}")
+    lines += ["", f"  {'link':14s} {'critical path':>13s} {'load':>12s}"]
+    for i, row in enumerate(report["bottleneck"]):
+        load = f"{row['utilization'] * 100:11.0f}%" if row["utilization"] is not None else f"{'—':>12s}"
+        flag = ("  binds, saturated" if row["saturated"] else "  binds") if row["binds"] else ""
+        flag += "  ← the binding link" if i == 0 and row["binds"] else ""
+        lines.append(f"  {row['link']:14s} {row['critical_path_share'] * 100:12.0f}% {load}{flag}")
+    lines.append("  (binds: on the critical path for at least 5% of the step; load: the share of its capacity "
+                 "a link used while it held its GPUs; saturated: binds at 85% load or more)")
     spread = report.get("rollout_engine_utilization")
     if spread:
         lines.append(f"  (rollout engines: {spread['min'] * 100:.0f}–{spread['max'] * 100:.0f}% busy, "

@@ -332,7 +332,8 @@ DESCRIBE = {
     ("tools", True): "tool latency",
     ("reward", False): "reward latency",
     ("reward", True): "reward service capacity",
-    ("optimization", False): "trainer (waiting on its own passes)",
+    ("optimization", False): "trainer, not saturated (its GPUs idle inside its passes: uneven ranks, "
+                              "communication, pipeline bubbles)",
     ("optimization", True): "trainer compute",
     ("weight_sync", False): "weight sync",
     ("weight_sync", True): "weight sync",
@@ -353,7 +354,7 @@ def diagnosis(bottleneck: list[dict], rows: list[dict]) -> str:
     name = DESCRIBE.get((top["link"], top["saturated"]), top["link"])
     util = top["utilization"]
     line = f"{name}: on the critical path {top['critical_path_share'] * 100:.0f}% of the step"
-    line += f" at {util * 100:.0f}% utilisation" if util is not None else ""
+    line += f" at {util * 100:.0f}% load" if util is not None else ""
     line += " (binds, saturated)" if top["saturated"] else " (binds, not saturated)"
     ok = [r for r in rows if "gain" in r and r["link"] != "compute"]  # levers, not the sensitivity
     own = next((r for r in ok if r["pressure"] == OWN_PRESSURE.get(top["link"])), None)

@@ -28,10 +28,19 @@ def _rd(d: dict[str, float]) -> dict[str, float]:
 
 
 def bottleneck_table(result: SimResult, util: dict[str, float]) -> list[dict[str, Any]]:
-    """Links ranked by their share of the critical path, with the utilisation behind them.
+    """Links ranked by their share of the critical path, with the load behind them.
 
-    A link *binds* when it holds the trainer up (critical-path share); it is *saturated*
-    when its resource is also busy nearly all the time (``metrics.SATURATED``).
+    The words, used the same way in the CLI, the TUI and the JSON:
+
+    * **critical-path share**: the part of the step the trainer spent waiting on the link;
+    * **binds**: a share of at least 5% (several links can bind); **the binding link** is the
+      one with the largest share;
+    * **load**: the share of the link's capacity it used while it held its GPUs (rollout:
+      tokens generated against the engines' full-batch rate); not the same as a resource's
+      **busy** fraction (``utilization`` at the report's top level: busy time over the run);
+    * **saturated**: binds at a load of at least ``metrics.SATURATED`` — more of it buys
+      experience; binding but not saturated, the link waits more than it works, and only the
+      marginal gain (the verdict) says what more of it would buy.
     """
     shares = metrics.critical_path_share(result)
     link_util = metrics.link_utilization(result, util)
@@ -41,7 +50,8 @@ def bottleneck_table(result: SimResult, util: dict[str, float]) -> list[dict[str
         rows.append({
             "link": link,
             "critical_path_share": _r(share),
-            "utilization": _r(u) if u is not None else None,
+            "load": _r(u) if u is not None else None,
+            "utilization": _r(u) if u is not None else None,  # the same figure: its name before 'load'
             "binds": bool(share >= 0.05),
             "saturated": bool(u is not None and u >= metrics.SATURATED and share >= 0.05),
         })
