@@ -403,7 +403,7 @@ class PlanResult:
                     f"{d['tokens_per_s']:10,.0f}")
             if cost:
                 line += f" {d['cost_per_1000_useful']:9.3g}" if d["cost_per_1000_useful"] is not None else f" {'-':>9s}"
-            noise = f"±{d['noise'] * 50:.1f}%" if d["noise"] is not None else "-"
+            noise = f"{d['noise'] * 100:.1f}%" if d["noise"] is not None else "-"
             line += f"  {link:22s} {noise:>6s}"
             line += "".join(f"  {json.dumps(r.candidate.overrides[p])}" for p in vary)
             lines.append(line)
