@@ -382,8 +382,9 @@ class PlanResult:
                  f"{OBJECTIVES[self.objective].split(' (')[0]}",
                  f"  {self.candidates_total} candidates: {self.pruned} pruned before simulating"
                  + (f" ({pruned})" if pruned else "") + f", {self.evaluated} simulated "
-                 f"({self.search['strategy']}" + (f", {self.search['rungs']}" if self.search["strategy"] !=
-                                                   "exhaustive" else "") + ")"]
+                 f"({self.search['strategy']}" + ("".join(
+                     f"{', ' if i else ': '}{r['candidates']} at {r['steps']} steps"
+                     for i, r in enumerate(self.search["rungs"])) if len(self.search["rungs"]) > 1 else "") + ")"]
         vary = list(self.vary)
         cost = self.objective == "cost"
         unit = "$" if self.gpu_hour_price else "GPU-h"
