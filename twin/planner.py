@@ -373,13 +373,18 @@ class PlanResult:
         head += [f"#   {k}={json.dumps(v)}" for k, v in best.candidate.overrides.items()]
         return "\n".join(head) + "\n" + yaml.safe_dump(self.best_scenario, sort_keys=False, allow_unicode=True)
 
+    def _by(self) -> str:
+        if self.objective == "cost":
+            return (f"cost per 1,000 useful trajectories at {self.gpu_hour_price:g} per GPU-hour"
+                    if self.gpu_hour_price else "GPU-hours per 1,000 useful trajectories")
+        return OBJECTIVES[self.objective].split(" (")[0]
+
     def render(self, top: int | None = None) -> str:
         """The ranked table as text."""
         rows = self.ranked[:top] if top else self.ranked
         pruned = ", ".join(f"{n} {PRUNE_REASONS[k]}" for k, n in self.pruned_by_reason.items() if n)
         lines = [f"Plan for {self.scenario_name} on {self.budget_gpus} GPUs ({self.nodes} node"
-                 f"{'s' if self.nodes != 1 else ''} of {self.gpus_per_node} × {self.gpu}), by "
-                 f"{OBJECTIVES[self.objective].split(' (')[0]}",
+                 f"{'s' if self.nodes != 1 else ''} of {self.gpus_per_node} × {self.gpu}), by {self._by()}",
                  f"  {self.candidates_total} candidates: {self.pruned} pruned before simulating"
                  + (f" ({pruned})" if pruned else "") + f", {self.evaluated} simulated "
                  f"({self.search['strategy']}" + ("".join(
@@ -446,7 +451,7 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     ``--set``); ``vary`` adds axes (path → values, or ``"path=v1,v2"`` strings), tried in every
     combination. Raises :class:`InputError` on bad input, or when no candidate fits the budget.
     """
-    from twin.config.load import parse_overrides
+    from twin.config.load import apply_overrides, parse_overrides
 
     _check_arguments(gpus, max_staleness, objective, gpu_hour_price, top, workers)
     if overrides is not None and not isinstance(overrides, Mapping):
@@ -455,6 +460,10 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     _check_not_searched(overrides, "--set")
     axes = parse_vary(vary)
     _check_not_searched(axes, "--vary")
+
+    if math.prod(len(v) for v in axes.values()) > MAX_CANDIDATES:
+        raise InputError("more combinations of --vary values than the planner searches", field="--vary",
+                         value=math.prod(len(v) for v in axes.values()), allowed=f"at most {MAX_CANDIDATES:,}")
 
     scenario_obj, base = _base(scenario, overrides)
     combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())] or [{}]
@@ -468,7 +477,7 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     feasible, pruned, examples = _prune(base, candidates)
     if not feasible:
         reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
-        raise InputError(f"no candidate fits {gpus} GPUs", field="--gpus", value=gpus,
+        raise InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
                          allowed=f"a budget some deployment fits in; of {len(candidates)} candidates: {reasons}")
 
     steps = scenario_obj.run.steps
@@ -476,7 +485,8 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
                                            progress, pruned, examples)
     if not reports:
         reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
-        raise InputError(f"no candidate fits {gpus} GPUs", field="--gpus", value=gpus, allowed=reasons)
+        raise InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
+                         allowed=reasons)
 
     ordered = sorted(reports, key=lambda cr: (-_score(cr[1], objective, gpu_hour_price)[0], cr[0].index))
     shown = ordered[:top]
@@ -486,8 +496,6 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     for rank, (cand, report) in enumerate(shown, 1):
         score, cost = _score(report, objective, gpu_hour_price)
         ranked.append(Ranked(rank, cand, report, score, objective, cost, noise[cand.index]))
-    from twin.config.load import apply_overrides
-
     best_data = apply_overrides(base, ranked[0].candidate.overrides)
     c = scenario_obj.cluster
     return PlanResult(
@@ -536,7 +544,7 @@ def _check_vary(base: dict, first: Candidate | None, axes: dict[str, list]) -> N
                 runner.load(base, {**fixed, path: value})
             except InputError as exc:
                 f = exc.field or ""
-                if f == path or f.startswith(path + ".") or path.startswith(f + ".") or not f:
+                if f and (f == path or f.startswith(path + ".") or path.startswith(f + ".")):
                     raise InputError(exc.problem, field=f"--vary {path}", value=value,
                                      allowed=exc.allowed) from None
 
