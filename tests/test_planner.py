@@ -57,13 +57,16 @@ def test_the_best_scenario_file_reproduces_the_prediction(plan64):
     assert report.step_time_s == data["best"]["step_time_s"]
 
 
-def test_an_engine_wider_than_the_model_heads_is_pruned_not_simulated():
+def test_an_engine_wider_than_the_model_heads_is_pruned_not_simulated(capsys):
     # Qwen2.5-7B has 28 attention heads: tp 8 cannot split them.
-    result = twin.plan_budget("grpo-7b-colocated", {**SMALL_DICT, "algorithm.prompts_per_step": 8}, gpus=8,
-                              max_staleness=0, top=1, workers=1)
-    assert result.pruned_by_reason.get("tp_heads", 0) >= 1
-    assert result.evaluated + result.pruned == result.candidates_total
-    assert all(r.candidate.tp != 8 for r in result.ranked)
+    assert main(["plan", "grpo-7b-colocated", "--gpus", "8", *SMALL, "--set", "algorithm.prompts_per_step=8",
+                 "--max-staleness", "0", "--top", "20", "--workers", "1", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)  # only the JSON on standard output; progress on standard error
+    assert data["pruned_by_reason"].get("tp_heads", 0) >= 1
+    assert data["evaluated"] + data["pruned"] == data["candidates_total"]
+    assert all(c["engine_tp"] != 8 for c in data["candidates"])
+    assert f"of {data['evaluated']} evaluated" in captured.err
 
 
 def test_a_memory_misfit_is_pruned_and_a_budget_nothing_fits_is_bad_input():
