@@ -278,6 +278,14 @@ class Ranked:
         rows = self.report["bottleneck"]
         return rows[0] if rows else None
 
+    @property
+    def placement_words(self) -> str:
+        """'async, 32 rollout / 32 trainer GPUs, engine tp 4, staleness 1'."""
+        c, p = self.candidate, self.plan
+        gpus = (f"{p['rollout_gpus']} shared GPUs" if p["mode"] == "colocated"
+                else f"{p['rollout_gpus']} rollout / {p['trainer_gpus']} trainer GPUs")
+        return f"{c.label}, {gpus}, engine tp {c.tp}, staleness {c.staleness}"
+
     def to_dict(self) -> dict[str, Any]:
         plan, binding = self.plan, self.binding
         out = {
@@ -365,13 +373,15 @@ class PlanResult:
         best = self.best
         head = [f"# twin plan: the best of {self.evaluated} candidates for {self.budget_gpus} GPUs "
                 f"by {self.objective} (rank 1 of the table)",
-                f"# {best.candidate.label}, {best.plan['rollout_gpus']} rollout / {best.plan['trainer_gpus']} "
-                f"trainer GPUs, engine tp {best.candidate.tp}, staleness {best.candidate.staleness}: "
+                f"# {best.placement_words}: "
                 f"step {best.report['step_time_s']:.1f} s, "
                 f"{best.report['throughput']['useful_trajectories_per_hour']:,.0f} useful trajectories/h",
                 "# set by the planner:"]
         head += [f"#   {k}={json.dumps(v)}" for k, v in best.candidate.overrides.items()]
-        return "\n".join(head) + "\n" + yaml.safe_dump(self.best_scenario, sort_keys=False, allow_unicode=True)
+        data = dict(self.best_scenario)  # the description no longer says how its GPUs are placed
+        data["description"] = (f"twin plan's best for {self.budget_gpus} GPUs: {best.placement_words}. "
+                               f"Planned from: {data.get('description') or data.get('name')}")
+        return "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
     def _by(self) -> str:
         if self.objective == "cost":
