@@ -12,7 +12,7 @@ from twin.config.load import load_scenario
 from twin.config.scenario import Scenario
 from twin.errors import InputError
 
-__all__ = ["InputError", "Report", "Scenario", "load_scenario", "simulate", "whatif"]
+__all__ = ["InputError", "Report", "Scenario", "load_scenario", "plan_budget", "simulate", "whatif"]
 __version__ = "0.1.0"
 
 
@@ -21,4 +21,8 @@ def __getattr__(name: str):
         from twin import api
 
         return getattr(api, name)
+    if name == "plan_budget":
+        from twin.planner import plan_budget
+
+        return plan_budget
     raise AttributeError(f"module 'twin' has no attribute {name!r}")

@@ -113,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
                           help="also, for each source with a fitted parameter, the value every figure implies "
                           "on its own (how far apart they are says how consistent the model is with the "
                           "source; re-simulates each figure ~16 times)")
+    _plan_parser(sub, scenario_args)
     sub.add_parser("tui", add_help=False, help="the interactive capacity planner (needs rltwin[tui])")
     sub.add_parser("calibrate", add_help=False,
                    help="measure this CPU or GPU into a hardware profile (twin calibrate --help)")
@@ -168,6 +169,8 @@ def _main(argv: list[str]) -> int:
         return _whatif(args)
     if args.command == "validate":
         return _validate(args)
+    if args.command == "plan":
+        return _plan(args)
     if args.command == "list":
         return _list()
     parser.print_help()
@@ -401,6 +404,56 @@ def _outputs(args) -> Outputs:
     if "trace" in args:
         outputs.add("--trace", args.trace)
     return outputs
+
+
+def _plan_parser(sub, scenario_args) -> None:
+    from twin.planner import EXHAUSTIVE_LIMIT, MAX_STALENESS, OBJECTIVES
+
+    plan = sub.add_parser(
+        "plan", help="the best deployment for a GPU budget: modes, splits, engine tp, ranked",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Search the deployments of the scenario on --gpus GPUs (cluster.nodes set to fit "
+        "them): colocated; disaggregated, synchronous or up to --max-staleness steps off; async with "
+        "staleness 1..K, partial rollout off and on; every rollout:trainer split in whole engines (whole "
+        "nodes when the budget spans two); engine tp 1, 2, 4, 8 within a node and the model's heads; "
+        "and every combination of the --vary axes. Candidates that fail validation or do not fit in "
+        f"memory are pruned without simulating. Up to {EXHAUSTIVE_LIMIT} are all simulated; beyond, "
+        "successive halving (few steps first, the best quarter with more). Prints the ranked table; the "
+        "top candidates are re-simulated with 2 other seeds (their spread: noise). See docs/planner.md.")
+    scenario_args(plan)
+    plan.add_argument("--gpus", type=int, required=True, metavar="N", help="the GPU budget")
+    plan.add_argument("--max-staleness", type=int, default=1, metavar="K",
+                      help=f"largest staleness tried (0..{MAX_STALENESS}; default 1)")
+    plan.add_argument("--vary", action="append", default=[], metavar="PATH=V1,V2,...",
+                      help="another axis to search, every value with every candidate (repeatable)")
+    plan.add_argument("--objective", default="useful_trajectories_per_hour", choices=list(OBJECTIVES),
+                      help="what to rank by (default useful_trajectories_per_hour; cost: GPU-hours, or "
+                      "money with --gpu-hour-price, per 1,000 useful trajectories)")
+    plan.add_argument("--gpu-hour-price", type=float, default=None, metavar="P",
+                      help="price of one GPU-hour (only with --objective cost)")
+    plan.add_argument("--top", type=int, default=10, metavar="K", help="candidates shown (default 10)")
+    plan.add_argument("--out", metavar="BEST.yaml", help="write the best candidate as a scenario file")
+    plan.add_argument("--workers", type=int, default=None, metavar="W",
+                      help="simulation processes (default: one per CPU)")
+
+
+def _plan(args) -> int:
+    from twin.planner import plan_budget, progress_printer
+
+    outputs = _outputs(args)
+    outputs.add("--out", args.out)
+    result = plan_budget(args.scenario, args.overrides, gpus=args.gpus, max_staleness=args.max_staleness,
+                         vary=args.vary, objective=args.objective, gpu_hour_price=args.gpu_hour_price,
+                         top=args.top, workers=args.workers, progress=progress_printer())
+    text = result.to_json()
+    if args.json_path == "-":
+        sys.stdout.write(text)
+    else:
+        print(result.render())
+        if args.out:
+            print(f"best written to {args.out}")
+    outputs.commit({"--json": text, "--out": result.best_yaml() if args.out else None})
+    return 0
 
 
 if __name__ == "__main__":

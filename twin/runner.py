@@ -169,11 +169,22 @@ def _report_data(data: dict) -> dict | InputError:
         return exc
 
 
-def simulate_many(scenarios: Sequence[dict], workers: int | None = None) -> list[dict | InputError]:
+def simulate_many(scenarios: Sequence[dict], workers: int | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> list[dict | InputError]:
     """Report data for each scenario (as data), in order, in up to ``workers`` processes
-    (default: one per CPU); an entry is the :class:`InputError` a scenario raised instead."""
+    (default: one per CPU); an entry is the :class:`InputError` a scenario raised instead.
+    ``progress(done, total)`` is called as each report arrives (in order)."""
     workers = workers if workers is not None else min(len(scenarios), os.cpu_count() or 1)
+    out: list[dict | InputError] = []
     if workers > 1 and len(scenarios) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(_report_data, scenarios))
-    return [_report_data(data) for data in scenarios]
+            for data in pool.map(_report_data, scenarios):
+                out.append(data)
+                if progress is not None:
+                    progress(len(out), len(scenarios))
+        return out
+    for data in scenarios:
+        out.append(_report_data(data))
+        if progress is not None:
+            progress(len(out), len(scenarios))
+    return out

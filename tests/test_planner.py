@@ -1,0 +1,129 @@
+"""The capacity planner (twin plan): it finds at least what a hand sweep finds, prunes what
+cannot run without simulating it, gives the same answer twice, and refuses bad input in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+import twin
+from twin import planner, runner
+from twin.cli import main
+from twin.config.load import apply_overrides
+from twin.errors import InputError
+
+SMALL = ["--set", "run.steps=3", "--set", "algorithm.prompts_per_step=32"]
+SMALL_DICT = {"run.steps": 3, "algorithm.prompts_per_step": 32}
+
+
+@pytest.fixture(scope="module")
+def plan64(tmp_path_factory):
+    """`twin plan grpo-8b-disaggregated --gpus 64` on a small workload, through the command line."""
+    folder = tmp_path_factory.mktemp("plan")
+    out, best = folder / "plan.json", folder / "best.yaml"
+    code = main(["plan", "grpo-8b-disaggregated", "--gpus", "64", *SMALL, "--top", "3", "--workers", "2",
+                 "--json", str(out), "--out", str(best)])
+    assert code == 0
+    return json.loads(out.read_text()), best
+
+
+def test_the_best_is_at_least_the_best_of_a_hand_sweep(plan64):
+    data, _ = plan64
+    base = runner.load("grpo-8b-disaggregated", SMALL_DICT).model_dump(mode="json")
+    hand = [apply_overrides(base, {"cluster.nodes": 8, "placement.mode": "disaggregated",
+                                   "placement.rollout.gpus": r, "placement.trainer.gpus": 64 - r})
+            for r in (4, 8, 16, 24, 32, 40, 48, 56)]
+    swept = [rep["throughput"]["useful_trajectories_per_hour"] for rep in runner.simulate_many(hand, workers=2)]
+    assert data["best"]["useful_trajectories_per_hour"] >= max(swept)
+    assert data["budget_gpus"] == 64 and data["evaluated"] + data["pruned"] == data["candidates_total"]
+    ranks = [c["rank"] for c in data["candidates"]]
+    assert ranks == [1, 2, 3] and data["best"] == data["candidates"][0]
+    useful = [c["useful_trajectories_per_hour"] for c in data["candidates"]]
+    assert useful == sorted(useful, reverse=True)
+    for c in data["candidates"]:
+        assert c["rollout_gpus"] + (0 if c["mode"] == "colocated" else c["trainer_gpus"]) == 64
+        assert c["overrides"]["cluster.nodes"] == 8 and c["binding_link"] and c["noise"] is not None
+        assert c["step_time_s"] > 0 and 0 <= c["noise"] < 1
+
+
+def test_the_best_scenario_file_reproduces_the_prediction(plan64):
+    data, best = plan64
+    text = best.read_text()
+    assert text.startswith("# twin plan:") and yaml.safe_load(text)["placement"]["mode"] == data["best"]["mode"]
+    report = runner.run(str(best))
+    assert report.useful_trajectories_per_hour == data["best"]["useful_trajectories_per_hour"]
+    assert report.step_time_s == data["best"]["step_time_s"]
+
+
+def test_an_engine_wider_than_the_model_heads_is_pruned_not_simulated(capsys):
+    # Qwen2.5-7B has 28 attention heads: tp 8 cannot split them.
+    assert main(["plan", "grpo-7b-colocated", "--gpus", "8", *SMALL, "--set", "algorithm.prompts_per_step=8",
+                 "--max-staleness", "0", "--top", "20", "--workers", "1", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)  # only the JSON on standard output; progress on standard error
+    assert data["pruned_by_reason"].get("tp_heads", 0) >= 1
+    assert data["evaluated"] + data["pruned"] == data["candidates_total"]
+    assert all(c["engine_tp"] != 8 for c in data["candidates"])
+    assert f"of {data['evaluated']} evaluated" in captured.err
+
+
+def test_a_memory_misfit_is_pruned_and_a_budget_nothing_fits_is_bad_input():
+    scenario, base = planner._base("grpo-8b-disaggregated", {"model": "llama-3.1-70b"})
+    candidates = planner._generate(base, scenario, [{}], 16, 0)
+    feasible, pruned, examples = planner._prune(base, candidates)
+    assert pruned["memory"] >= 1 and "memory" in examples["memory"]
+    assert all(c.tp > 1 for c in feasible)  # 140 GB of weights never fit one 80 GB engine GPU
+    with pytest.raises(InputError, match="no candidate fits 2 GPUs"):
+        twin.plan_budget("grpo-8b-disaggregated", {"model": "llama-3.1-70b"}, gpus=2)
+
+
+def test_the_same_call_gives_the_same_answer():
+    args = dict(gpus=16, max_staleness=0, top=3)
+    one = twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, workers=1, **args)
+    two = twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, workers=2, **args)
+    assert one.to_json() == two.to_json()
+    assert one.best_yaml() == two.best_yaml()
+
+
+def test_beyond_the_limit_the_search_is_successive_halving(monkeypatch):
+    monkeypatch.setattr(planner, "EXHAUSTIVE_LIMIT", 8)
+    monkeypatch.setattr(planner, "MIN_SURVIVORS", 4)
+    result = twin.plan_budget("grpo-8b-disaggregated", {"run.steps": 6, "algorithm.prompts_per_step": 16},
+                              gpus=16, max_staleness=1, top=2, workers=2)
+    search = result.search
+    assert search["strategy"] == "successive halving"
+    rungs = search["rungs"]
+    assert rungs[0] == {"steps": 3, "candidates": result.evaluated} and rungs[-1]["steps"] == 6
+    assert rungs[-1]["candidates"] == max(4, -(-result.evaluated // 4))
+    assert result.best.report["steps"][-1]["step"] == 5  # ranked at full steps
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--gpus", "0"], "--gpus: out of range"),
+    (["--gpus", "64", "--gpu-hour-price", "2"], "--gpu-hour-price: a GPU-hour price only prices the cost objective"),
+    (["--gpus", "64", "--vary", "placement.rollout.nope=1,2"], "--vary placement.rollout.nope: unknown field"),
+    (["--gpus", "64", "--vary", "algorithm.prompts_per_step=0,32"], "--vary algorithm.prompts_per_step:"),
+    (["--gpus", "64", "--vary", "placement.mode=async"], "the planner sets placement.mode itself"),
+    (["--gpus", "64", "--set", "placement.rollout.tp=2"], "the planner sets placement.rollout.tp itself"),
+    (["--gpus", "2", "--set", "model=llama-3.1-70b"], "--gpus: no candidate fits 2 GPUs"),
+    (["--gpus", "64", "--max-staleness", "99"], "--max-staleness: out of range"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
+    assert main(["plan", "grpo-8b-disaggregated", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("twin: error: ") and message in err[0]
+
+
+def test_output_paths_are_checked_before_simulating(capsys, tmp_path):
+    assert main(["plan", "grpo-8b-disaggregated", "--gpus", "64", "--out", str(tmp_path / "no" / "b.yaml")]) == 2
+    captured = capsys.readouterr()
+    assert "--out" in captured.err and "evaluated" not in captured.err
+
+
+def test_vary_values_split_outside_brackets():
+    axes = planner.parse_vary(["workload.response_tokens={kind: fixed, value: 512},{kind: fixed, value: 64}",
+                               "algorithm.prompts_per_step=16, 32"])
+    assert axes == {"workload.response_tokens": [{"kind": "fixed", "value": 512}, {"kind": "fixed", "value": 64}],
+                    "algorithm.prompts_per_step": [16, 32]}

@@ -1,0 +1,697 @@
+"""The capacity planner: the best way to spend a budget of GPUs on one RL run.
+
+Given a scenario and a number of GPUs, :func:`plan_budget` lists the deployments a team would
+consider for that budget — the deployment mode (colocated; disaggregated, synchronous or k
+steps off; async with staleness 1..K, partial rollout off or on), the rollout:trainer split in
+whole engines (whole nodes where the budget spans two or more), the engines' tensor parallelism
+— times any axes the user adds (``vary``), prunes the ones that cannot run (validation, memory,
+an engine wider than a node or than the model's heads allow) without simulating them, and
+simulates the rest in the runner's one process pool (:func:`twin.runner.simulate_many`).
+
+Up to :data:`EXHAUSTIVE_LIMIT` feasible candidates are all simulated at the scenario's
+``run.steps``. Beyond it the search is successive halving: every candidate is simulated with
+few steps, the best quarter again with twice as many, and so on up to ``run.steps``; the final
+ranking holds only candidates simulated at full steps. The top candidates are then re-simulated
+with two other seeds, and the spread of the objective across the three seeds is their
+``noise``. Same inputs → same result: candidates are generated in a fixed order and ties are
+broken by that order.
+
+docs/planner.md describes it for users.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from twin import runner
+from twin.errors import InputError, choices
+
+EXHAUSTIVE_LIMIT = 256     # feasible candidates simulated at full steps without screening
+FIRST_RUNG_STEPS = 3       # successive halving: steps of the first (cheapest) rung
+KEEP_FRACTION = 4          # each rung keeps the best quarter ...
+MIN_SURVIVORS = 8          # ... but never fewer than this (nor fewer than --top)
+MAX_SPLITS = 64            # rollout:trainer splits tried per engine size (evenly spaced beyond)
+MAX_CANDIDATES = 8192      # the whole space, before pruning
+MAX_STALENESS = 8          # --max-staleness
+ENGINE_TPS = (1, 2, 4, 8)
+NOISE_SEEDS = 2            # other seeds the top candidates are re-simulated with
+
+OBJECTIVES = {
+    "useful_trajectories_per_hour": "useful trajectories/h (higher is better)",
+    "tokens_per_s": "tokens/s (higher is better)",
+    "cost": "GPU-hours (or, with a price, money) per 1,000 useful trajectories (lower is better)",
+}
+
+# The fields the search sets itself: a --set or --vary of one would be overwritten.
+SEARCHED = ("cluster.nodes", "placement.mode", "placement.rollout.gpus", "placement.trainer.gpus",
+            "placement.rollout.tp", "algorithm.staleness", "algorithm.partial_rollout")
+
+# A placement any scenario can be validated with, to learn its sizes before the search.
+_PROBE = {"placement.mode": "colocated", "placement.rollout.gpus": None, "placement.trainer.gpus": None,
+          "placement.rollout.tp": 1, "algorithm.staleness": 0, "algorithm.partial_rollout": False}
+
+
+PRUNE_REASONS = {
+    "tp_beyond_node": "engine tp wider than a node",
+    "tp_heads": "engine tp does not divide the model's attention heads",
+    "invalid": "invalid scenario",
+    "memory": "does not fit in GPU memory",
+    "failed": "the simulation refused it",
+}
+
+Progress = Callable[[int, int, str], None]  # (done, total, what)
+
+
+# ----------------------------------------------------------------------------- candidates
+@dataclass(frozen=True)
+class Candidate:
+    """One deployment to try: the scenario overrides that make it (searched fields first, then
+    the ``vary`` axes). ``index`` is its place in the generation order (the tie-break)."""
+
+    index: int
+    overrides: dict[str, Any]
+    context: "_Context" = field(repr=False, compare=False)
+
+    @property
+    def mode(self) -> str:
+        return self.overrides["placement.mode"]
+
+    @property
+    def tp(self) -> int:
+        return self.overrides["placement.rollout.tp"]
+
+    @property
+    def staleness(self) -> int:
+        return self.overrides["algorithm.staleness"]
+
+    @property
+    def partial_rollout(self) -> bool:
+        return self.overrides["algorithm.partial_rollout"]
+
+    @property
+    def label(self) -> str:
+        """The mode as the table says it: 'async+partial', 'disaggregated'."""
+        return self.mode + ("+partial" if self.partial_rollout else "")
+
+
+def _modes(max_staleness: int) -> list[tuple[str, int, bool]]:
+    """(mode, staleness, partial rollout) in the order they are tried."""
+    out = [("colocated", 0, False)]
+    out += [("disaggregated", s, False) for s in range(max_staleness + 1)]
+    out += [("async", s, p) for s in range(1, max_staleness + 1) for p in (False, True)]
+    return out
+
+
+def _splits(free: int, tp: int, gpus_per_node: int) -> list[int]:
+    """Rollout GPUs of separate pools out of ``free``: whole engines, in whole nodes where the
+    budget spans two nodes or more (as :func:`twin.verdict._split`), at least one GPU left to
+    the trainer; at most :data:`MAX_SPLITS`, evenly spaced."""
+    unit = tp * gpus_per_node // math.gcd(tp, gpus_per_node)
+    unit = max(tp, min(unit, gpus_per_node))
+    if free < 2 * unit:
+        unit = tp
+    most = (free - 1) // unit
+    if most < 1:
+        return []
+    counts = list(range(1, most + 1))
+    if len(counts) > MAX_SPLITS:
+        counts = sorted({round(1 + k * (most - 1) / (MAX_SPLITS - 1)) for k in range(MAX_SPLITS)})
+    return [k * unit for k in counts]
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What candidate generation needs to know of one scenario (one combination of axes)."""
+
+    gpus_per_node: int
+    num_heads: int
+    num_kv_heads: int
+    mla: bool
+    reward_model_gpus: int
+
+
+def _context(scenario) -> _Context:
+    m = scenario.model
+    return _Context(scenario.cluster.gpus_per_node, m.num_heads, m.num_kv_heads, m.mla is not None,
+                    scenario.placement.reward_model_gpus)
+
+
+def _heads_allow(ctx: _Context, tp: int) -> bool:
+    """vLLM's rule: tp divides the attention heads; the KV heads split over tp or are
+    replicated (tp a multiple of them); MLA's latent KV is replicated."""
+    if ctx.num_heads % tp:
+        return False
+    return ctx.mla or ctx.num_kv_heads % tp == 0 or tp % ctx.num_kv_heads == 0
+
+
+# ----------------------------------------------------------------------------- inputs
+def parse_vary(items: Iterable[str] | Mapping[str, Sequence[Any]] | None) -> dict[str, list[Any]]:
+    """``["path=v1,v2", ...]`` (values read as YAML, as ``--set`` reads them; commas inside
+    brackets or quotes do not split) or a mapping of paths to lists → path → values."""
+    from twin.config.load import parse_overrides
+
+    if not items:
+        return {}
+    out: dict[str, list[Any]] = {}
+    if isinstance(items, Mapping):
+        for path, values in items.items():
+            if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+                raise InputError("a --vary axis is a non-empty list of values", field=f"--vary {path}",
+                                 value=values, allowed="e.g. {'algorithm.prompts_per_step': [256, 512]}")
+            out[str(path)] = list(values)
+        return out
+    for item in items:
+        path, sep, raw = item.partition("=")
+        path = path.strip()
+        if not sep or not path or not raw.strip():
+            raise InputError("a --vary axis must look like dotted.path=v1,v2,...", field="--vary", value=item,
+                             allowed="e.g. --vary algorithm.prompts_per_step=256,512")
+        if path in out:
+            raise InputError("the same field varied twice", field="--vary", value=item,
+                             allowed="one --vary per field, all its values in it")
+        out[path] = [parse_overrides([f"{path}={v}"])[path] for v in _split_values(raw)]
+    return out
+
+
+def _split_values(text: str) -> list[str]:
+    """``"1,2,{a: 1, b: 2}"`` → ``["1", "2", "{a: 1, b: 2}"]``: commas outside brackets and quotes."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _owned(path: str, searched: str) -> bool:
+    """Whether setting ``path`` would set (or replace) the searched field ``searched``."""
+    return searched == path or searched.startswith(path + ".")
+
+
+def _check_not_searched(paths: Iterable[str], option: str) -> None:
+    for path in paths:
+        for searched in SEARCHED + ("run.steps",) * (option == "--vary"):
+            if _owned(path, searched):
+                allowed = ("the fields the search does not set" if searched != "run.steps"
+                           else "--set run.steps=N: every candidate is simulated with it")
+                raise InputError(f"the planner sets {searched} itself", field=f"{option} {path}",
+                                 allowed=allowed)
+
+
+def _check_arguments(gpus, max_staleness, objective, gpu_hour_price, top, workers) -> None:
+    def count(name, value, low, high=None):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+            raise InputError("out of range", field=name, value=value,
+                             allowed=f"an integer {low}..{high}" if high is not None else f"an integer >= {low}")
+
+    count("--gpus", gpus, 1)
+    count("--max-staleness", max_staleness, 0, MAX_STALENESS)
+    count("--top", top, 1)
+    if workers is not None:
+        count("--workers", workers, 1)
+    if objective not in OBJECTIVES:
+        raise InputError("unknown objective", field="--objective", value=objective,
+                         allowed=choices(OBJECTIVES, str(objective)))
+    if gpu_hour_price is not None:
+        if objective != "cost":
+            raise InputError("a GPU-hour price only prices the cost objective", field="--gpu-hour-price",
+                             value=gpu_hour_price, allowed="--objective cost with it, or no price")
+        if isinstance(gpu_hour_price, bool) or not isinstance(gpu_hour_price, (int, float)) \
+                or not math.isfinite(gpu_hour_price) or gpu_hour_price <= 0:
+            raise InputError("not a price", field="--gpu-hour-price", value=gpu_hour_price,
+                             allowed="a positive number (money per GPU-hour)")
+
+
+def _base(source, overrides) -> tuple[Any, dict]:
+    """The scenario with the user's overrides, validated, and its data (self-contained: every
+    profile and the model inline, as the verdict re-simulates it). The scenario as given may not
+    fit its own cluster after the overrides; then it is tried as one colocated pool, then as
+    two halves, since the search replaces its placement anyway."""
+    probes = [{}, _PROBE, {**_PROBE, "placement.mode": "disaggregated"}]
+    first: InputError | None = None
+    scenario = None
+    for probe in probes:
+        try:
+            scenario = runner.load(source, {**overrides, **probe})
+            break
+        except InputError as exc:
+            first = first or exc
+    if scenario is None:
+        raise first
+    return scenario, scenario.model_dump(mode="json")
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Ranked:
+    """One candidate simulated at full steps, with its rank."""
+
+    rank: int
+    candidate: Candidate
+    report: dict = field(repr=False)
+    score: float
+    objective: str
+    cost: float | None = None
+    noise: float | None = None
+
+    @property
+    def plan(self) -> dict:
+        return self.report["plan"]
+
+    @property
+    def binding(self) -> dict | None:
+        rows = self.report["bottleneck"]
+        return rows[0] if rows else None
+
+    @property
+    def placement_words(self) -> str:
+        """'async, 32 rollout / 32 trainer GPUs, engine tp 4, staleness 1'."""
+        c, p = self.candidate, self.plan
+        gpus = (f"{p['rollout_gpus']} shared GPUs" if p["mode"] == "colocated"
+                else f"{p['rollout_gpus']} rollout / {p['trainer_gpus']} trainer GPUs")
+        return f"{c.label}, {gpus}, engine tp {c.tp}, staleness {c.staleness}"
+
+    def to_dict(self) -> dict[str, Any]:
+        plan, binding = self.plan, self.binding
+        out = {
+            "rank": self.rank,
+            "overrides": dict(self.candidate.overrides),
+            "mode": plan["mode"],
+            "rollout_gpus": plan["rollout_gpus"],
+            "trainer_gpus": plan["trainer_gpus"],
+            "engine_tp": plan["rollout_tp"],
+            "staleness": self.candidate.staleness,
+            "partial_rollout": self.candidate.partial_rollout,
+            "step_time_s": self.report["step_time_s"],
+            "useful_trajectories_per_hour": self.report["throughput"]["useful_trajectories_per_hour"],
+            "tokens_per_s": self.report["throughput"]["tokens_per_s"],
+            "binding_link": binding["link"] if binding else None,
+            "binding_utilization": binding["utilization"] if binding else None,
+            "binding_critical_path_share": binding["critical_path_share"] if binding else None,
+            "noise": self.noise,
+        }
+        if self.objective == "cost":
+            out["cost_per_1000_useful"] = self.cost
+        return out
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The planner's answer: the ranked candidates (the top ones), the best as a scenario, and
+    how the search went."""
+
+    scenario_name: str
+    budget_gpus: int
+    nodes: int
+    gpus_per_node: int
+    gpu: str
+    objective: str
+    gpu_hour_price: float | None
+    max_staleness: int
+    vary: dict[str, list[Any]]
+    candidates_total: int
+    pruned_by_reason: dict[str, int]
+    pruned_examples: dict[str, str]
+    evaluated: int
+    simulations: int
+    search: dict[str, Any]
+    ranked: list[Ranked]
+    best_scenario: dict = field(repr=False)
+
+    @property
+    def pruned(self) -> int:
+        return sum(self.pruned_by_reason.values())
+
+    @property
+    def best(self) -> Ranked:
+        return self.ranked[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = [r.to_dict() for r in self.ranked]
+        return {
+            "scenario": self.scenario_name,
+            "budget_gpus": self.budget_gpus,
+            "cluster": {"nodes": self.nodes, "gpus_per_node": self.gpus_per_node, "gpu": self.gpu},
+            "objective": self.objective,
+            "gpu_hour_price": self.gpu_hour_price,
+            "max_staleness": self.max_staleness,
+            "vary": self.vary,
+            "candidates_total": self.candidates_total,
+            "pruned": self.pruned,
+            "pruned_by_reason": dict(self.pruned_by_reason),
+            "evaluated": self.evaluated,
+            "simulations": self.simulations,
+            "search": self.search,
+            "candidates": rows,
+            "best": rows[0],
+        }
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys): the same for the same inputs."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def best_yaml(self) -> str:
+        """The best candidate as a scenario file: the whole scenario, self-contained (every
+        profile inline), under a header naming what the planner chose."""
+        import yaml
+
+        best = self.best
+        head = [f"# twin plan: the best of {self.evaluated} candidates for {self.budget_gpus} GPUs "
+                f"by {self.objective} (rank 1 of the table)",
+                f"# {best.placement_words}: "
+                f"step {best.report['step_time_s']:.1f} s, "
+                f"{best.report['throughput']['useful_trajectories_per_hour']:,.0f} useful trajectories/h",
+                "# set by the planner:"]
+        head += [f"#   {k}={json.dumps(v)}" for k, v in best.candidate.overrides.items()]
+        data = dict(self.best_scenario)  # the description no longer says how its GPUs are placed
+        data["description"] = (f"twin plan's best for {self.budget_gpus} GPUs: {best.placement_words}. "
+                               f"Planned from: {data.get('description') or data.get('name')}")
+        return "\n".join(head) + "\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+    def _by(self) -> str:
+        if self.objective == "cost":
+            return (f"cost per 1,000 useful trajectories at {self.gpu_hour_price:g} per GPU-hour"
+                    if self.gpu_hour_price else "GPU-hours per 1,000 useful trajectories")
+        return OBJECTIVES[self.objective].split(" (")[0]
+
+    def render(self, top: int | None = None) -> str:
+        """The ranked table as text."""
+        rows = self.ranked[:top] if top else self.ranked
+        pruned = ", ".join(f"{n} {PRUNE_REASONS[k]}" for k, n in self.pruned_by_reason.items() if n)
+        lines = [f"Plan for {self.scenario_name} on {self.budget_gpus} GPUs ({self.nodes} node"
+                 f"{'s' if self.nodes != 1 else ''} of {self.gpus_per_node} × {self.gpu}), by {self._by()}",
+                 f"  {self.candidates_total} candidates: {self.pruned} pruned before simulating"
+                 + (f" ({pruned})" if pruned else "") + f", {self.evaluated} simulated "
+                 f"({self.search['strategy']}" + ("".join(
+                     f"{', ' if i else ': '}{r['candidates']} at {r['steps']} steps"
+                     for i, r in enumerate(self.search["rungs"])) if len(self.search["rungs"]) > 1 else "") + ")"]
+        vary = list(self.vary)
+        cost = self.objective == "cost"
+        unit = "$" if self.gpu_hour_price else "GPU-h"
+        header = (f"{'rank':>4s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} "
+                  f"{'step (s)':>9s} {'useful/h':>11s} {'tokens/s':>10s}"
+                  + (f" {unit + '/1k':>9s}" if cost else "") + f"  {'binding link (util)':22s} {'noise':>6s}")
+        header += "".join(f"  {p}" for p in vary)
+        lines.append(header)
+        for r in rows:
+            d = r.to_dict()
+            util = d["binding_utilization"]
+            link = f"{d['binding_link']} ({util * 100:.0f}%)" if util is not None else str(d["binding_link"])
+            shared = d["mode"] == "colocated"
+            line = (f"{d['rank']:4d}  {r.candidate.label:15s} {d['rollout_gpus']:7d} "
+                    f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} "
+                    f"{d['staleness']:5d} {d['step_time_s']:9.1f} {d['useful_trajectories_per_hour']:11,.0f} "
+                    f"{d['tokens_per_s']:10,.0f}")
+            if cost:
+                line += f" {d['cost_per_1000_useful']:9.3g}" if d["cost_per_1000_useful"] is not None else f" {'-':>9s}"
+            noise = f"{d['noise'] * 100:.1f}%" if d["noise"] is not None else "-"
+            line += f"  {link:22s} {noise:>6s}"
+            line += "".join(f"  {json.dumps(r.candidate.overrides[p])}" for p in vary)
+            lines.append(line)
+        if len(self.ranked) > 1 and self.best.noise is not None:
+            first, second = self.ranked[0], self.ranked[1]
+            gap = abs(first.score - second.score) / max(abs(first.score), 1e-12)
+            if gap < max(first.noise, second.noise or 0.0):
+                lines.append(f"  note: #1 and #2 differ by {gap * 100:.1f}%, within their spread across seeds: "
+                             "either will do (simulate more steps to separate them)")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- the search
+def _metric(report: dict, objective: str) -> float:
+    if objective == "tokens_per_s":
+        return report["throughput"]["tokens_per_s"]
+    return report["throughput"]["useful_trajectories_per_hour"]
+
+
+def _score(report: dict, objective: str, price: float | None) -> tuple[float, float | None]:
+    """(score, cost): higher score is better; cost per 1,000 useful trajectories for "cost"."""
+    if objective != "cost":
+        return _metric(report, objective), None
+    useful = report["throughput"]["useful_trajectories_per_hour"]
+    if useful <= 0:
+        return -math.inf, None
+    cost = float(f"{sum(report['gpus'].values()) * (price or 1.0) / useful * 1000:.6g}")
+    return -cost, cost
+
+
+def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None = None, *,
+                gpus: int, max_staleness: int = 1,
+                vary: Mapping[str, Sequence[Any]] | Iterable[str] | None = None,
+                objective: str = "useful_trajectories_per_hour", gpu_hour_price: float | None = None,
+                top: int = 10, workers: int | None = None, progress: Progress | None = None) -> PlanResult:
+    """Search the deployments of ``scenario`` on ``gpus`` GPUs and rank them by ``objective``.
+
+    ``overrides`` apply to the scenario first (dotted paths or ``path=value`` strings, as
+    ``--set``); ``vary`` adds axes (path → values, or ``"path=v1,v2"`` strings), tried in every
+    combination. Raises :class:`InputError` on bad input, or when no candidate fits the budget.
+    """
+    from twin.config.load import apply_overrides, parse_overrides
+
+    _check_arguments(gpus, max_staleness, objective, gpu_hour_price, top, workers)
+    if overrides is not None and not isinstance(overrides, Mapping):
+        overrides = parse_overrides(list(overrides))
+    overrides = dict(overrides or {})
+    _check_not_searched(overrides, "--set")
+    axes = parse_vary(vary)
+    _check_not_searched(axes, "--vary")
+
+    if math.prod(len(v) for v in axes.values()) > MAX_CANDIDATES:
+        raise InputError("more combinations of --vary values than the planner searches", field="--vary",
+                         value=math.prod(len(v) for v in axes.values()), allowed=f"at most {MAX_CANDIDATES:,}")
+
+    scenario_obj, base = _base(scenario, overrides)
+    combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())] or [{}]
+    candidates = _generate(base, scenario_obj, combos, gpus, max_staleness)
+    if len(candidates) > MAX_CANDIDATES:
+        raise InputError(f"{len(candidates):,} candidates are more than the planner searches",
+                         field="--vary" if axes else "--max-staleness", value=len(candidates),
+                         allowed=f"at most {MAX_CANDIDATES:,}: fewer --vary values or a lower --max-staleness")
+    _check_vary(base, candidates[0] if candidates else None, axes)
+
+    feasible, pruned, examples = _prune(base, candidates)
+    if not feasible:
+        reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
+        raise InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
+                         allowed=f"a budget some deployment fits in; of {len(candidates)} candidates: {reasons}")
+
+    steps = scenario_obj.run.steps
+    reports, search, simulations = _search(base, feasible, steps, objective, gpu_hour_price, top, workers,
+                                           progress, pruned, examples)
+    if not reports:
+        reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
+        raise InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
+                         allowed=reasons)
+
+    ordered = sorted(reports, key=lambda cr: (-_score(cr[1], objective, gpu_hour_price)[0], cr[0].index))
+    shown = ordered[:top]
+    noise = _noise(base, shown, scenario_obj.run.seed, objective, workers, progress)
+    simulations += NOISE_SEEDS * len(shown)
+    ranked = []
+    for rank, (cand, report) in enumerate(shown, 1):
+        score, cost = _score(report, objective, gpu_hour_price)
+        ranked.append(Ranked(rank, cand, report, score, objective, cost, noise[cand.index]))
+    best_data = apply_overrides(base, ranked[0].candidate.overrides)
+    c = scenario_obj.cluster
+    return PlanResult(
+        scenario_name=scenario_obj.name, budget_gpus=gpus, nodes=ranked[0].candidate.overrides["cluster.nodes"],
+        gpus_per_node=ranked[0].report["scenario"]["cluster"]["gpus_per_node"], gpu=c.gpu.name,
+        objective=objective, gpu_hour_price=gpu_hour_price, max_staleness=max_staleness,
+        vary={k: list(v) for k, v in axes.items()}, candidates_total=len(candidates),
+        pruned_by_reason={k: n for k, n in pruned.items() if n}, pruned_examples=examples,
+        evaluated=search.pop("evaluated"), simulations=simulations, search=search, ranked=ranked,
+        best_scenario=best_data)
+
+
+def _generate(base: dict, scenario, combos: list[dict], gpus: int, max_staleness: int) -> list[Candidate]:
+    """Every candidate, in a fixed order: axes combination, mode, engine tp, split."""
+    out: list[Candidate] = []
+    for combo in combos:
+        try:  # the combination's own sizes (an axis may change the node or the model)
+            ctx = _context(runner.load(base, {**combo, **_PROBE}))
+        except InputError:
+            ctx = _context(scenario)  # its candidates will be pruned with their own reason
+        nodes = max(1, math.ceil(gpus / ctx.gpus_per_node))
+        free = gpus - ctx.reward_model_gpus
+        for mode_name, staleness, partial in _modes(max_staleness):
+            for tp in ENGINE_TPS:
+                if mode_name == "colocated":
+                    pools = [(free, free)]
+                else:
+                    pools = [(r, free - r) for r in _splits(free, tp, ctx.gpus_per_node)]
+                for rollout, trainer in pools:
+                    o = {"cluster.nodes": nodes, "placement.mode": mode_name, "placement.rollout.gpus": rollout,
+                         "placement.trainer.gpus": trainer, "placement.rollout.tp": tp,
+                         "algorithm.staleness": staleness, "algorithm.partial_rollout": partial, **combo}
+                    out.append(Candidate(len(out), o, ctx))
+    return out
+
+
+def _check_vary(base: dict, first: Candidate | None, axes: dict[str, list]) -> None:
+    """Each value of each axis, tried on the first candidate: an unknown field or a value the
+    field refuses is bad input (a value that only misfits a placement is pruned later)."""
+    if not axes or first is None:
+        return
+    fixed = {k: v for k, v in first.overrides.items() if k not in axes}
+    for path, values in axes.items():
+        for value in values:
+            try:
+                runner.load(base, {**fixed, path: value})
+            except InputError as exc:
+                f = exc.field or ""
+                if f and (f == path or f.startswith(path + ".") or path.startswith(f + ".")):
+                    raise InputError(exc.problem, field=f"--vary {path}", value=value,
+                                     allowed=exc.allowed) from None
+
+
+def _prune(base: dict, candidates: list[Candidate]) -> tuple[list[Candidate], dict[str, int], dict[str, str]]:
+    """The candidates that validate and fit in memory (checked without simulating); the
+    others counted by reason, with the first message of each."""
+    from twin.config.load import apply_overrides
+    from twin.cost.memory import memory_problem
+    from twin.plan import resolve
+
+    pruned = {k: 0 for k in PRUNE_REASONS}
+    examples: dict[str, str] = {}
+    feasible = []
+
+    def drop(reason: str, message: str) -> None:
+        pruned[reason] += 1
+        examples.setdefault(reason, message)
+
+    for cand in candidates:
+        ctx = cand.context
+        if cand.tp > ctx.gpus_per_node:
+            drop("tp_beyond_node", f"tp {cand.tp} on nodes of {ctx.gpus_per_node} GPUs")
+            continue
+        if not _heads_allow(ctx, cand.tp):
+            drop("tp_heads", f"tp {cand.tp} with {ctx.num_heads} heads and {ctx.num_kv_heads} KV heads")
+            continue
+        try:
+            scenario = runner.load(apply_overrides(base, cand.overrides))
+        except InputError as exc:
+            drop("invalid", exc.message)
+            continue
+        problem = memory_problem(resolve(scenario))
+        if problem is not None:
+            drop("memory", f"{cand.label} tp {cand.tp}: {problem.problem}")
+            continue
+        feasible.append(cand)
+    return feasible, pruned, examples
+
+
+def _with_steps(data: dict, steps: int | None = None, seed: int | None = None) -> dict:
+    run = dict(data.get("run") or {})
+    if steps is not None:
+        run["steps"] = steps
+    if seed is not None:
+        run["seed"] = seed
+    return {**data, "run": run}
+
+
+def _simulate(base: dict, cands: list[Candidate], steps: int | None, workers: int | None,
+              progress: Progress | None, what: str, seed: int | None = None) -> list[dict | InputError]:
+    from twin.config.load import apply_overrides
+
+    jobs = [_with_steps(apply_overrides(base, c.overrides), steps, seed) for c in cands]
+    tick = (lambda done, total: progress(done, total, what)) if progress else None
+    return runner.simulate_many(jobs, workers, tick)
+
+
+def _search(base, feasible, steps, objective, price, top, workers, progress, pruned, examples):
+    """Exhaustive up to EXHAUSTIVE_LIMIT; successive halving beyond. Returns the (candidate,
+    report) pairs simulated at full steps, the search's description, and simulations run."""
+    rungs: list[tuple[int, int]] = []  # (steps, candidates)
+    alive = list(feasible)
+    simulations = 0
+    evaluated = len(feasible)
+    if len(alive) > EXHAUSTIVE_LIMIT and steps > FIRST_RUNG_STEPS:
+        s = FIRST_RUNG_STEPS
+        while s < steps:
+            results = _simulate(base, alive, s, workers, progress, f"screening with {s} steps")
+            simulations += len(alive)
+            rungs.append((s, len(alive)))
+            scored = []
+            for cand, rep in zip(alive, results):
+                if isinstance(rep, InputError):
+                    pruned["failed"] += 1
+                    examples.setdefault("failed", rep.message)
+                    continue
+                scored.append((-_score(rep, objective, price)[0], cand.index, cand))
+            scored.sort(key=lambda t: t[:2])
+            keep = max(top, MIN_SURVIVORS, math.ceil(len(scored) / KEEP_FRACTION))
+            alive = [c for _, _, c in scored[:keep]]
+            s *= 2
+    results = _simulate(base, alive, None, workers, progress, f"simulating {steps} steps")
+    simulations += len(alive)
+    rungs.append((steps, len(alive)))
+    out = []
+    for cand, rep in zip(alive, results):
+        if isinstance(rep, InputError):
+            pruned["failed"] += 1
+            examples.setdefault("failed", rep.message)
+            continue
+        out.append((cand, rep))
+    strategy = "exhaustive" if len(rungs) == 1 else "successive halving"
+    search = {"strategy": strategy, "exhaustive_limit": EXHAUSTIVE_LIMIT,
+              "rungs": [{"steps": s, "candidates": n} for s, n in rungs], "evaluated": evaluated}
+    return out, search, simulations
+
+
+def _noise(base, shown, seed, objective, workers, progress) -> dict[int, float | None]:
+    """Relative spread (max − min) / mean of the objective's figure over the run's seed and
+    NOISE_SEEDS more, per shown candidate."""
+    cands = [c for c, _ in shown]
+    runs = [[_metric(rep, objective)] for _, rep in shown]
+    jobs = [(c, seed + k) for k in range(1, NOISE_SEEDS + 1) for c in cands]
+    if not jobs:
+        return {}
+    from twin.config.load import apply_overrides
+
+    data = [_with_steps(apply_overrides(base, c.overrides), None, s) for c, s in jobs]
+    tick = (lambda done, total: progress(done, total, "re-simulating the top with other seeds")) if progress else None
+    results = runner.simulate_many(data, workers, tick)
+    for i, rep in enumerate(results):
+        if not isinstance(rep, InputError):
+            runs[i % len(cands)].append(_metric(rep, objective))
+    out = {}
+    for c, values in zip(cands, runs):
+        mean = sum(values) / len(values)
+        out[c.index] = float(f"{(max(values) - min(values)) / mean:.3g}") if mean > 0 and len(values) > 1 else None
+    return out
+
+
+def progress_printer(stream=None) -> Progress:
+    """A progress callback writing 'n of N' to stderr: one updating line on a terminal, a line
+    per 10% otherwise."""
+    stream = stream or sys.stderr
+    tty = stream.isatty()
+    state = {"what": None, "decile": -1}
+
+    def progress(done: int, total: int, what: str) -> None:
+        text = f"twin plan: {what}: {done} of {total} evaluated"
+        if tty:
+            stream.write("\r" + text + ("\n" if done == total else ""))
+        else:
+            decile = done * 10 // total
+            if what != state["what"] or decile != state["decile"]:
+                state.update(what=what, decile=decile)
+                stream.write(text + "\n")
+        stream.flush()
+
+    return progress
