@@ -96,6 +96,9 @@ class TwinApp(App[int]):
         self.simulate, self.sensitivity = simulate, sensitivity
         self.job: Job | None = None
         self._jobs = 0
+        # Jobs whose end (result, error or cancellation) has reached the screen; a superseded
+        # job's does not count. Tests wait on it: a job that has not started yet looks idle.
+        self.jobs_finished = 0
         self.baseline = None                      # the Report shown in Loop, Verdict, Replay
         self.baseline_request: RunRequest | None = None
         self.whatif = None                        # the latest what-if Report
@@ -134,12 +137,18 @@ class TwinApp(App[int]):
         self.call_after_refresh(self._focus_tab, event.pane.id)
 
     def _focus_tab(self, tab: str) -> None:
-        """Give the keys to the tab's main widget (arrow keys scrub the replay, etc.)."""
+        """Give the keys to the tab's main widget (arrow keys scrub the replay, etc.), unless
+        a widget of the tab already has them (o: open a file, before the first refresh)."""
         if tab != self.active_tab:
+            return
+        screen = self.default_screen  # the tabs' screen, also under the help or export dialog
+        if screen.focused is not None and self.query_one(f"TabPane#{tab}") in screen.focused.ancestors:
             return
         target = self.query_one(TAB_FOCUS[tab])
         if target.focusable:
-            target.focus()
+            # At once, not target.focus() (deferred): a result that switches tabs in between
+            # would be undone, TabbedContent following the late focus back to this tab.
+            screen.set_focus(target)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -266,6 +275,7 @@ class TwinApp(App[int]):
         finally:
             if self.job is job:  # idle only once the result is on screen
                 self.job = None
+            self.jobs_finished += 1
 
     async def _end(self, job: Job, message: JobEnded) -> None:
         status = self.query_one(RunStatus)

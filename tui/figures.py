@@ -44,7 +44,7 @@ class LinkFigure:
 
 
 def link_figures(data: dict[str, Any]) -> list[LinkFigure]:
-    """Every link of the loop (evaluation last) with utilisation and critical-path share.
+    """Every link of the loop (evaluation last) with its load and critical-path share.
 
     Links the scenario does not have (tools without multi-turn, switch when not colocated)
     are left out rather than shown as zeros that read like measurements.
@@ -170,8 +170,8 @@ METRICS = (
     Metric("binding link", lambda d: d["bottleneck"][0]["link"] if d["bottleneck"] else None,
            lambda v: LINK_TITLE.get(v, str(v)), None),
     Metric("binding share", _binding_share, pct, None),
-    Metric("rollout util", _util("rollout"), pct, "higher"),
-    Metric("trainer util", _util("trainer"), pct, "higher"),
+    Metric("rollout busy", _util("rollout"), pct, "higher"),
+    Metric("trainer busy", _util("trainer"), pct, "higher"),
 )
 
 

@@ -27,11 +27,14 @@ HELP = """\
 
 [b]Reading the verdict[/]
   critical path  share of the step the trainer spent waiting on the link
-  utilisation    how busy the link's own resource was
-  [b reverse]binds[/]          the link with the largest critical-path share
-  saturated      binding and busy nearly all the time: more of it helps.
-                 Binding but not saturated: it waits (a long tail,
-                 staleness); more of it buys little.
+  binds          on the critical path for 5% of the step or more;
+                 [b reverse]reversed[/]: the binding link, the largest share
+  load           share of its capacity a link used while it held its GPUs
+  busy           share of the run a resource worked (Replay, Compare)
+  saturated      binds at 85% load or more: more of it buys experience.
+                 Binds but not saturated: it waits more than it works
+                 (a long tail, a queue); the marginal gain says what
+                 more of it would buy.
   marginal gain  change in useful trajectories/h with one pressure raised
 
 [b]Replay[/]   top: busy fraction per role over the run; ▔ marks the step.

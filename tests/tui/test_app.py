@@ -14,7 +14,8 @@ from tui.app import TwinApp  # noqa: E402
 from tui.figures import LINK_TITLE  # noqa: E402
 from tui.screens import ExportScreen, HelpScreen  # noqa: E402
 from tui.widgets.loop import NO_RUN  # noqa: E402
-from tui_helpers import SCENARIO, SMALL, app_test, settle, shown, table_rows  # noqa: E402
+from tui_helpers import (SCENARIO, SMALL, app_test, focused, press_and_settle, settle,  # noqa: E402
+                         show_tab, shown, table_rows, until)
 
 SIZE = (80, 24)
 
@@ -23,9 +24,8 @@ SIZE = (80, 24)
 async def test_enter_runs_the_scenario_and_the_loop_highlights_the_binding_link(small_app):
     expected = twin.simulate(SCENARIO, **SMALL).binding_link
     async with small_app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
-        assert small_app.active_tab == "loop"
+        await press_and_settle(pilot, "enter")
+        assert small_app.active_tab == "loop", small_app.query_one("RunStatus").text
         loop = shown(small_app, "#loop-text")
         binding_lines = [line for line in loop.splitlines() if "◄ binds" in line]
         assert len(binding_lines) == 1
@@ -37,9 +37,8 @@ async def test_enter_runs_the_scenario_and_the_loop_highlights_the_binding_link(
 @app_test
 async def test_verdict_tab_ranks_the_links(small_app):
     async with small_app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("3")
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "3")
         data = small_app.baseline.data
         rows = table_rows(small_app, "#verdict-links")
         assert [r[0].strip("► ").strip() for r in rows] == [LINK_TITLE[b["link"]] for b in data["bottleneck"]]
@@ -52,16 +51,16 @@ async def test_verdict_tab_ranks_the_links(small_app):
 @app_test
 async def test_replay_scrubs_step_by_step_with_the_arrow_keys(small_app):
     async with small_app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("4")
-        assert shown(small_app, "#replay-header").startswith("Step 1/2")
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "4")
+        header = lambda: shown(small_app, "#replay-header")  # noqa: E731
+        assert header().startswith("Step 1/2")
         await pilot.press("right")
-        assert shown(small_app, "#replay-header").startswith("Step 2/2")
+        await until(pilot, lambda: header().startswith("Step 2/2"), "step 2")
         await pilot.press("right")  # past the last step: stays
-        assert shown(small_app, "#replay-header").startswith("Step 2/2")
-        await pilot.press("left")
-        assert shown(small_app, "#replay-header").startswith("Step 1/2")
+        assert header().startswith("Step 2/2")
+        await pilot.press("left")  # handled after the right above, keys keep their order
+        await until(pilot, lambda: header().startswith("Step 1/2"), "step 1")
         chart = shown(small_app, "UtilisationChart")
         assert chart.splitlines()[0].startswith("rollout")
         timeline = shown(small_app, "StepTimeline")
@@ -72,13 +71,11 @@ async def test_replay_scrubs_step_by_step_with_the_arrow_keys(small_app):
 @app_test
 async def test_whatif_edit_reruns_and_shows_the_new_figures_beside_the_baseline(small_app):
     async with small_app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("5")
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "5")
         assert small_app.focused.id == "whatif-placement-rollout-gpus"
         assert small_app.focused.value == "16"
-        await pilot.press("8", "enter")  # the field's text is selected on focus: 8 replaces 16
-        await settle(pilot)
+        await press_and_settle(pilot, "8", "enter")  # the field's text is selected on focus: 8 replaces 16
         assert small_app.whatif.data["scenario"]["placement"]["rollout"]["gpus"] == 8
         result = shown(small_app, "#whatif-result")
         step_line = next(line for line in result.splitlines() if line.startswith("step time"))
@@ -97,12 +94,13 @@ async def test_whatif_edit_reruns_and_shows_the_new_figures_beside_the_baseline(
 @app_test
 async def test_bad_whatif_input_gets_an_inline_message_not_a_crash(small_app, typed, message):
     async with small_app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("5", *typed, "enter")
-        await pilot.pause()
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "5")
+        await pilot.press(*typed, "enter")
+        await until(pilot, lambda: shown(small_app, "#whatif-message").startswith("✗"), "the message")
         text = shown(small_app, "#whatif-message")
-        assert text.startswith("✗") and message in text
+        assert message in text
+        assert small_app.jobs_finished == 1  # the baseline only
         assert small_app.job is None and small_app.whatif is None
         assert small_app.is_running
 
@@ -113,17 +111,18 @@ async def test_mode_and_response_cap_apply_to_a_scenario_with_defaults():
     and a cap on the default response lengths keeps their distribution."""
     app = TwinApp("grpo-7b-colocated", dict(SMALL))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("5")
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "5")
         app.query_one("#whatif-workload-response_tokens-max").focus()
+        await focused(pilot, "#whatif-workload-response_tokens-max")
         await pilot.press(*"8192", "escape")
+        await until(pilot, lambda: app.query_one("#whatif-workload-response_tokens-max").value == "8192",
+                    "the typed cap")
         await pilot.click("#whatif-mode")
+        await until(pilot, lambda: app.query_one("#whatif-mode").expanded, "the mode list to open")
         await pilot.press("down", "enter")  # the option after colocated: disaggregated
-        await pilot.pause()
-        assert str(app.query_one("#whatif-mode").value) == "disaggregated"
-        await pilot.press("r")
-        await settle(pilot)
+        await until(pilot, lambda: str(app.query_one("#whatif-mode").value) == "disaggregated", "the mode")
+        await press_and_settle(pilot, "r")
         placement = app.whatif.data["plan"]
         assert placement["mode"] == "disaggregated"
         assert placement["rollout_gpus"] + placement["trainer_gpus"] <= 32
@@ -147,16 +146,16 @@ async def test_esc_cancels_a_run_and_the_interface_stays_usable():
 
     app = TwinApp(SCENARIO, dict(SMALL), simulate=slow)
     async with app.run_test(size=SIZE) as pilot:
+        since = app.jobs_finished
         await pilot.press("enter")
-        while not steps_run:
-            await pilot.pause(0.02)
+        await until(pilot, lambda: steps_run, "the run to start")
         assert "Simulating" in app.query_one("RunStatus").text
         await pilot.press("escape")
-        await settle(pilot)
+        await settle(pilot, since)
         assert "Cancelled" in app.query_one("RunStatus").text
         assert len(steps_run) < 1000
         assert app.baseline is None
-        await pilot.press("2")
+        await show_tab(pilot, "2")
         assert shown(app, "#loop-text") == NO_RUN.replace("[b]", "").replace("[/]", "")
 
 
@@ -167,8 +166,7 @@ async def test_a_failing_simulation_is_reported_not_raised():
 
     app = TwinApp(SCENARIO, dict(SMALL), simulate=broken)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
+        await press_and_settle(pilot, "enter")
         assert "RuntimeError: kernel exploded" in app.query_one("RunStatus").text
         assert app.is_running
 
@@ -176,13 +174,11 @@ async def test_a_failing_simulation_is_reported_not_raised():
 @app_test
 async def test_compare_runs_two_scenarios_side_by_side(small_app):
     async with small_app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("6")
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "6")
         a, b = small_app.query_one("#compare-a").value, small_app.query_one("#compare-b").value
         assert a == SCENARIO and b != SCENARIO
-        await pilot.press("r")
-        await settle(pilot)
+        await press_and_settle(pilot, "r")
         table = shown(small_app, "#compare-table")
         ra, rb = (twin.simulate(ref, **SMALL) for ref in (a, b))
         step_line = next(line for line in table.splitlines() if line.startswith("step time"))
@@ -195,13 +191,14 @@ async def test_export_writes_the_report_and_the_trace_where_typed(small_app, tmp
     monkeypatch.chdir(tmp_path)  # short relative paths: each typed key costs a refresh
     report_path, trace_path = tmp_path / "r.json", tmp_path / "out" / "t.json"
     async with small_app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
+        await press_and_settle(pilot, "enter")
         await pilot.press("x")
+        await focused(pilot, "#export-report")
         assert isinstance(small_app.screen, ExportScreen)
-        await pilot.press(*"r.json", "tab", *"out/t.json", "enter")
-        await pilot.pause()
-        assert not isinstance(small_app.screen, ExportScreen)
+        await pilot.press(*"r.json", "tab")
+        await focused(pilot, "#export-trace")  # keys typed before the tab is handled stay above
+        await pilot.press(*"out/t.json", "enter")
+        await until(pilot, lambda: not isinstance(small_app.screen, ExportScreen), "the export to close")
         assert report_path.read_text() == small_app.baseline.to_json()
         events = json.loads(trace_path.read_text())["traceEvents"]
         assert any(e["ph"] == "X" for e in events)
@@ -212,24 +209,25 @@ async def test_export_to_a_folder_is_refused_inline(small_app, tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     (tmp_path / "dir").mkdir()
     async with small_app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("x", *"dir", "enter")
-        await pilot.pause()
+        await press_and_settle(pilot, "enter")
+        await pilot.press("x")
+        await focused(pilot, "#export-report")
+        await pilot.press(*"dir", "enter")
+        refusal = lambda: shown(small_app.screen, "#export-message")  # noqa: E731
+        await until(pilot, lambda: "the report path is a folder" in refusal(), "the refusal")
         assert isinstance(small_app.screen, ExportScreen)
-        assert "the report path is a folder" in shown(small_app.screen, "#export-message")
         await pilot.press("escape")
-        assert not isinstance(small_app.screen, ExportScreen)
+        await until(pilot, lambda: not isinstance(small_app.screen, ExportScreen), "the export to close")
 
 
 @app_test
 async def test_help_opens_on_question_mark_and_closes_on_escape(small_app):
     async with small_app.run_test(size=SIZE) as pilot:
         await pilot.press("question_mark")
-        assert isinstance(small_app.screen, HelpScreen)
+        await until(pilot, lambda: isinstance(small_app.screen, HelpScreen), "the help")
         assert "Reading the verdict" in shown(small_app.screen, "#help-text")
         await pilot.press("escape")
-        assert not isinstance(small_app.screen, HelpScreen)
+        await until(pilot, lambda: not isinstance(small_app.screen, HelpScreen), "the help to close")
 
 
 @app_test
@@ -251,10 +249,9 @@ async def test_verdict_shows_marginal_gains_when_the_report_has_them(small_app):
 
     app = TwinApp(SCENARIO, dict(SMALL), simulate=with_verdict)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
+        await press_and_settle(pilot, "enter")
         assert "async buys more than GPUs" in shown(app, "#loop-text").replace("\n", " ")
-        await pilot.press("3")
+        await show_tab(pilot, "3")
         rows = table_rows(app, "#verdict-gains")
         assert rows == [["staleness+1", "+40%", "50,000", "one more step off-policy"],
                         ["rollout_gpus×2", "+10%", "40,000", "twice the engines"]]
@@ -270,12 +267,13 @@ async def test_open_a_scenario_file_from_the_picker(tmp_path, monkeypatch):
         f"name: {SCENARIO}", "name: my-own-run"))
     app = TwinApp(None, dict(SMALL))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()  # the list takes focus once mounted
-        await pilot.press("o", *"mine.yaml", "enter")
-        await pilot.pause()
-        assert "my-own-run" in shown(app, "#picker-params")
-        await pilot.press("enter")
-        await settle(pilot)
+        await focused(pilot, "#picker-list")  # the list takes focus once mounted
+        await pilot.press("o")
+        await focused(pilot, "#picker-open")
+        await pilot.press(*"mine.yaml", "enter")
+        await until(pilot, lambda: "my-own-run" in shown(app, "#picker-params"), "the file's scenario")
+        await focused(pilot, "#picker-list")  # back on the list, where enter runs the highlighted
+        await press_and_settle(pilot, "enter")
         assert app.baseline.data["scenario"]["name"] == "my-own-run"
 
 
@@ -283,10 +281,8 @@ async def test_open_a_scenario_file_from_the_picker(tmp_path, monkeypatch):
 async def test_g_measures_the_marginal_gains_and_the_verdict_joins_the_report(small_app):
     pytest.importorskip("twin.verdict")
     async with small_app.run_test(size=SIZE) as pilot:
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("g")
-        await settle(pilot, timeout=60)
+        await press_and_settle(pilot, "enter")
+        await press_and_settle(pilot, "g")
         assert small_app.active_tab == "verdict"
         verdict = small_app.baseline.to_dict()["verdict"]
         rows = table_rows(small_app, "#verdict-gains")

@@ -55,14 +55,66 @@ def table_rows(app, selector: str) -> list[list[str]]:
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
-async def settle(pilot, timeout: float = 30.0) -> None:
-    """Wait for the simulation worker and for its result to reach the screen."""
+# Waits end on what the screen shows, never on how long a step took: on a loaded machine the
+# app can be seconds behind the keys. The deadline only turns a hang into a failure.
+DEADLINE = 120.0
+
+
+async def until(pilot, condition, what: str, timeout: float = DEADLINE) -> None:
+    """Let the app run until ``condition()`` holds."""
     deadline = time.monotonic() + timeout
-    while pilot.app.job is not None:
-        assert time.monotonic() < deadline, "the simulation did not finish"
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
         await pilot.pause(0.05)
+
+
+async def settle(pilot, since: int, jobs: int = 1, timeout: float = DEADLINE) -> None:
+    """Wait until ``jobs`` simulations have ended on screen since ``since``, the app's
+    ``jobs_finished`` read before the action that starts them.
+
+    Waiting for ``app.job`` to be None instead would return at once when the key that starts
+    the job has not been handled yet: before the job starts, the app looks idle too.
+    """
+    await until(pilot, lambda: pilot.app.jobs_finished >= since + jobs,
+                f"{jobs} simulation(s) to finish", timeout)
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
+
+
+async def press_and_settle(pilot, *keys: str, jobs: int = 1, timeout: float = DEADLINE) -> None:
+    """Press ``keys``, which start ``jobs`` simulations, and wait for their results on screen."""
+    since = pilot.app.jobs_finished
+    await pilot.press(*keys)
+    await settle(pilot, since, jobs, timeout)
+
+
+async def tab_ready(pilot, tab: str) -> None:
+    """Wait until ``tab`` is shown and its main widget has the keys (the app hands it focus
+    after a refresh, so keys pressed before then go elsewhere)."""
+    from tui.app import TAB_FOCUS
+
+    app = pilot.app
+    target = app.query_one(TAB_FOCUS[tab])
+    await until(pilot, lambda: app.active_tab == tab and (app.focused is target or not target.focusable),
+                f"the {tab} tab to take the keys")
+
+
+async def show_tab(pilot, key: str) -> None:
+    """Press a tab's number key and wait for that tab to take the keys."""
+    from tui.app import TABS
+
+    await pilot.press(key)
+    await tab_ready(pilot, TABS[int(key) - 1])
+
+
+async def focused(pilot, selector: str) -> None:
+    """Wait until the widget ``selector`` names (on the current screen) has the keys.
+    Keys typed before then go to the widget focused before."""
+    def has_keys() -> bool:
+        found = list(pilot.app.screen.query(selector))  # none yet while a screen is being pushed
+        return len(found) == 1 and pilot.app.focused is found[0]
+
+    await until(pilot, has_keys, f"{selector} to take the keys")
 
 
 def app_test(fn):

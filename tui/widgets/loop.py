@@ -1,4 +1,4 @@
-"""Tab 2: the RL loop drawn as its links, each with critical-path share and utilisation.
+"""Tab 2: the RL loop drawn as its links, each with critical-path share and load.
 
 The binding link (largest share of the critical path) is drawn reversed, so it stands out in
 any theme without relying on one colour; the diagnosis line says what that means.
@@ -41,8 +41,8 @@ def link_line(prefix: str, f: LinkFigure) -> str:
     flag = ""
     if f.binding:
         flag = "  [b]◄ binds, saturated[/]" if f.saturated else "  [b]◄ binds[/]"
-    elif f.saturated:
-        flag = "  saturated"
+    elif f.binds:
+        flag = "  binds, saturated" if f.saturated else "  binds"
     return (f"{prefix}{name} {bar(f.critical_path_share, style)} {pct(f.critical_path_share):>4s}  "
             f"{bar(f.utilization, style)} {pct(f.utilization):>4s}{flag}")
 
@@ -58,7 +58,7 @@ def loop_markup(data: dict[str, Any]) -> str:
         f"[b]{escape(sc['name'])}[/] · {sc['placement']['mode']} · {gpus} GPUs",
         f"step {data['step_time_s']:,.1f} s · {th['tokens_per_s']:,.0f} tokens/s · "
         f"{th['trajectories_per_hour']:,.0f} trajectories/h",
-        f"[$text-muted]{'':18s}{'critical path':<19s}{'utilisation'}[/]",
+        f"[$text-muted]{'':18s}{'critical path':<19s}{'load'}[/]",
         f"  prompts        {a['prompts_per_step']} × {a['responses_per_prompt']} responses per step",
         "  ┌─▼",
     ]

@@ -38,7 +38,7 @@ class VerdictView(VerticalScroll):
 
     def on_mount(self) -> None:
         self.query_one("#verdict-links", DataTable).add_columns(
-            "link", "critical path", "utilisation", "state")
+            "link", "critical path", "load", "state")
         self.query_one("#verdict-gains", DataTable).add_columns(
             "pressure", "gain", "useful traj/h", "what changes")  # the figures first: 80 columns
         self.query_one("#verdict-links").display = False
