@@ -81,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                          "deployment mode. Prints the step-time breakdown, utilisation and the "
                          "link on the critical path. Same scenario and seed, same report.")
     scenario_args(run)
+    run.add_argument("--from", dest="from_files", nargs="+", metavar=("FRAMEWORK", "FILE"),
+                     help="import the scenario from a framework's files instead (see twin import)")
     run.add_argument("--trace", metavar="PATH", help="write a Chrome trace (open in Perfetto)")
     run.add_argument("--no-verdict", action="store_true",
                      help="skip the marginal-gain re-simulations (one per pressure)")
@@ -113,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
                           help="also, for each source with a fitted parameter, the value every figure implies "
                           "on its own (how far apart they are says how consistent the model is with the "
                           "source; re-simulates each figure ~16 times)")
+    _import_parser(sub)
     sub.add_parser("tui", add_help=False, help="the interactive capacity planner (needs rltwin[tui])")
     sub.add_parser("calibrate", add_help=False,
                    help="measure this CPU or GPU into a hardware profile (twin calibrate --help)")
@@ -170,6 +173,8 @@ def _main(argv: list[str]) -> int:
         return _validate(args)
     if args.command == "list":
         return _list()
+    if args.command == "import":
+        return _import(args)
     parser.print_help()
     return 0
 
@@ -282,7 +287,14 @@ def _run(args) -> int:
     from twin.verdict import judge
 
     outputs = _outputs(args)
-    plan = runner.prepare(args.scenario, args.overrides)
+    source = args.scenario
+    if args.from_files:
+        from twin.frameworks import scenario_from
+
+        if source is not None:
+            raise InputError("give a scenario or --from FRAMEWORK FILE..., not both", field="--from", value=source)
+        source, args.overrides = scenario_from(args.from_files, args.overrides), []
+    plan = runner.prepare(source, args.overrides)
     _warn(plan)
     with progress_printer(plan.run.steps) as progress:
         report = runner.simulate(plan, progress)
@@ -377,6 +389,40 @@ def _whatif(args) -> int:
     if args.json_path:
         outputs.commit({"--json": json.dumps({"baseline": baseline, "pressures": rows},
                                               indent=2, sort_keys=True) + "\n"})
+    return 0
+
+
+def _import_parser(sub) -> None:
+    imp = sub.add_parser(
+        "import", help="a framework's config or launch script as a twin scenario (verl, NeMo-RL, OpenRLHF, AReaL, TRL)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Read a framework's own files (configs as composed by it, launch scripts with their "
+        "overrides) into a scenario, check it as twin check would, and print it as YAML (or write it with "
+        "--out). Knobs that are present but do not change the simulation are named in one warning line; "
+        "a value the twin cannot represent is an error naming the file and the key. Models named by a "
+        "hub id resolve to a built-in preset where one exists; otherwise give --set model=path/to/config.json. "
+        "docs/frameworks.md lists every knob. `twin run --from FRAMEWORK FILE...` imports and runs.")
+    imp.add_argument("framework", choices=["verl", "nemo-rl", "openrlhf", "areal", "trl"], metavar="FRAMEWORK",
+                     help="verl, nemo-rl, openrlhf, areal or trl")
+    imp.add_argument("files", nargs="+", metavar="FILE", help="the framework's YAML/JSON configs and launch scripts")
+    imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                     help="override one scenario field after the import (repeatable)")
+    imp.add_argument("--out", metavar="SCENARIO.yaml", help="write the scenario here instead of standard output")
+
+
+def _import(args) -> int:
+    from twin.frameworks import import_files, scenario_yaml, validated, warn
+
+    outputs = Outputs()
+    outputs.add("--out", args.out)
+    result = import_files(args.framework, args.files, args.overrides)
+    warn(result)
+    validated(result, args.overrides)
+    text = scenario_yaml(result, args.overrides)
+    if args.out:
+        outputs.commit({"--out": text})
+    else:
+        sys.stdout.write(text)
     return 0
 
 

@@ -103,6 +103,9 @@ class Knobs:
                 raise InputError(f"the value depends on {name}, which the script does not set (it "
                                  "comes from the environment)", file=self.file(key), field=key,
                                  allowed="set it in the script, or give the scenario field with --set")
+            value = self._inline(value, depth)
+            if not isinstance(value, str):
+                return value
             m = re.fullmatch(r"\$\{(?:oc\.select:)?([A-Za-z0-9_.]+)(?:,([^}]*))?\}", value.strip())
             if m and depth < 16:
                 target, fallback = m.group(1), m.group(2)
@@ -115,6 +118,29 @@ class Knobs:
                 raise InputError("an interpolation the importer cannot resolve", file=self.file(key),
                                  field=key, value=value, allowed="${other.key} or ${oc.select:key,default}")
         return value
+
+    def _inline(self, value: str, depth: int) -> Any:
+        """Interpolations inside a resolver (``${mul:${a.b},4}``) replaced by their values,
+        then the resolvers ``mul``, ``max`` and ``min`` of numbers applied."""
+        if depth > 16 or "${" not in value:
+            return value
+        inner = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
+        resolver = re.compile(r"\$\{(mul|max|min):\s*([-0-9.e+]+)\s*,\s*([-0-9.e+]+)\s*\}")
+        for _ in range(16):
+            before = value
+            m = inner.search(value)
+            if m and m.group(0) != value.strip():
+                target = m.group(1)
+                if target in self._values:
+                    value = value.replace(m.group(0), str(self._resolve(target, self._values[target][0], depth + 1)))
+            r = resolver.search(value)
+            if r:
+                a, c = float(r.group(2)), float(r.group(3))
+                result = {"mul": a * c, "max": max(a, c), "min": min(a, c)}[r.group(1)]
+                value = value.replace(r.group(0), str(int(result)) if result.is_integer() else str(result))
+            if value == before:
+                break
+        return _number(value) if "${" not in value else value
 
     def _bad(self, key: str, value: Any, allowed: str, problem: str = "cannot be mapped") -> InputError:
         return InputError(problem, file=self.file(key), field=key, value=value, allowed=allowed)

@@ -58,6 +58,7 @@ def _logical_lines(text: str) -> list[str]:
     out: list[str] = []
     pending = ""
     for raw in text.splitlines():
+        raw = _strip_comment(raw)
         pending = f"{pending}\n{raw}" if pending else raw
         if _open(pending):
             continue
@@ -66,6 +67,26 @@ def _logical_lines(text: str) -> list[str]:
     if pending:
         out.append(pending.replace("\n", " "))
     return out
+
+
+def _strip_comment(line: str) -> str:
+    """A physical line without its comment (a ``#`` starting a word, outside quotes)."""
+    quote, i = None, 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == "\\" and quote == '"':
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c == "\\":
+            i += 1
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1] in " \t;("):
+            return line[:i]
+        i += 1
+    return line
 
 
 def _open(text: str) -> bool:
@@ -255,3 +276,28 @@ def python_module(words: list[str]) -> tuple[str | None, list[str]]:
         if base.endswith(".py") and i > 0:
             return w, words[i + 1:]
     return None, []
+
+
+def flags(args: list[str]) -> list[tuple[str, object]]:
+    """``--key value``, ``--key=value`` and bare ``--flag`` (True) arguments, in order; a
+    flag's words after the first (``--lora_target_modules q k``) are joined with spaces."""
+    out: list[tuple[str, object]] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--") or arg == "--":
+            i += 1
+            continue
+        key, eq, value = arg[2:].partition("=")
+        if eq:
+            out.append((key, value))
+            i += 1
+            continue
+        words = []
+        j = i + 1
+        while j < len(args) and not (args[j].startswith("--") or (args[j].startswith("-") and len(args[j]) == 2)):
+            words.append(args[j])
+            j += 1
+        out.append((key, " ".join(words) if words else True))
+        i = j
+    return out
