@@ -37,7 +37,8 @@ def read(paths: list[Path]) -> tuple[Knobs, Knobs, Knobs]:
                 continue
             found = True
             launcher = words[: words.index(module)] if module in words else []
-            for key, value in shell.flags(launcher):
+            given = shell.flags(launcher)  # the command line wins over the config file it names
+            for key, value in sorted(given, key=lambda kv: kv[0].replace("-", "_") != "config_file"):
                 key = key.replace("-", "_")
                 if key == "config_file":
                     conf = Path(str(value))

@@ -129,7 +129,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     kl_loss = k.bool_(f"{ARR}.actor.use_kl_loss", False)
     kl_reward = k.bool_("algorithm.use_kl_in_reward", False)
     b.set("algorithm.reference", kl_loss or kl_reward, f"{ARR}.actor.use_kl_loss", "algorithm.use_kl_in_reward")
-    batch = k.int_("data.train_batch_size", None)
+    batch = k.int_("data.train_batch_size", None, low=0) or None  # 0: the fully-async recipe sizes by mini-batches
     mini = k.int_(f"{ARR}.actor.ppo_mini_batch_size", None)
     if fully_async and not batch and mini:
         batch = mini * k.int_("async_training.require_batches", 1)
