@@ -9,72 +9,17 @@ each importer reads and how each knob maps.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
 from twin.errors import InputError, choices
-from twin.frameworks.base import Imported
+from twin.frameworks import areal, nemo_rl, openrlhf, trl, verl
+from twin.frameworks.base import Imported, Importer
 
 
-@dataclass(frozen=True)
-class Importer:
-    name: str          # registry key (also the --from / import spelling, '_' as '-')
-    title: str         # the framework's own name
-    version: str       # the version whose key names and defaults are assumed
-    reads: str         # what inputs it takes, for --help
-    run: Callable[[list[Path], bool], Imported]  # (files, model given by --set) -> Imported
-
-
-def _registry() -> dict[str, Importer]:
-    from twin.frameworks import areal, nemo_rl, openrlhf, trl, verl
-
-    return {m.IMPORTER.name: m.IMPORTER for m in (verl, nemo_rl, openrlhf, areal, trl)}
-
-
-class _Lazy(dict):
-    """IMPORTERS, filled on first use (the modules load only when an import is asked for)."""
-
-    def _fill(self) -> None:
-        if not super().__len__():
-            self.update(_registry())
-
-    def __getitem__(self, key):
-        self._fill()
-        return super().__getitem__(key)
-
-    def __iter__(self):
-        self._fill()
-        return super().__iter__()
-
-    def __len__(self):
-        self._fill()
-        return super().__len__()
-
-    def __contains__(self, key):
-        self._fill()
-        return super().__contains__(key)
-
-    def keys(self):
-        self._fill()
-        return super().keys()
-
-    def items(self):
-        self._fill()
-        return super().items()
-
-    def values(self):
-        self._fill()
-        return super().values()
-
-    def get(self, key, default=None):
-        self._fill()
-        return super().get(key, default)
-
-
-IMPORTERS: dict[str, Importer] = _Lazy()
+IMPORTERS: dict[str, Importer] = {m.IMPORTER.name: m.IMPORTER for m in (verl, nemo_rl, openrlhf, areal, trl)}
 NAMES = ("verl", "nemo-rl", "openrlhf", "areal", "trl")  # as typed on the command line
 
 

@@ -16,12 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twin.config.io import read_mapping
 from twin.errors import InputError, choices
 
 _MISSING = object()
 TRUE = {"true", "1", "yes", "on"}
 FALSE = {"false", "0", "no", "off", "none", "null", ""}
+
+
+@dataclass(frozen=True)
+class Importer:
+    name: str          # registry key (typed with '-' for '_' on the command line: nemo-rl)
+    title: str         # the framework's own name
+    version: str       # the version whose key names and defaults are assumed
+    reads: str         # what inputs it takes, for errors
+    run: Callable[[list[Path], bool], "Imported"]  # (files, model given by --set) -> Imported
 
 
 @dataclass
@@ -346,10 +354,6 @@ def workload(b: Builder, max_prompt: int | None, max_response: int | None,
            "your own with --set workload.response_tokens=...")
 
 
-def per_engine_budget(value: int | None) -> int | None:
-    return value
-
-
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -365,8 +369,3 @@ def deep_merge(base: dict, over: dict) -> dict:
     return out
 
 
-def read_yaml(path: Path) -> dict:
-    return read_mapping(path)
-
-
-Convert = Callable[[Any], Any]

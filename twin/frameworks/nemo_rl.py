@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.errors import InputError
-from twin.frameworks import Importer, compose
-from twin.frameworks.base import Builder, Imported, Knobs, resolve_model, scalar, workload
+from twin.frameworks import compose
+from twin.frameworks.base import Builder, Imported, Importer, Knobs, resolve_model, scalar, workload
 
 VERSION = "0.3 (examples/configs/grpo_math_1B.yaml key names and defaults, 2025)"
 BACKENDS = {"vllm": "continuous", "sglang": "continuous", "hf": "static"}
