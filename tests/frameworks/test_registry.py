@@ -4,7 +4,6 @@ from pathlib import Path
 import pytest
 
 from twin.cli import main
-from twin.errors import InputError
 from twin.frameworks import IMPORTERS, import_files
 from twin.frameworks.base import HUB_PRESETS
 

@@ -40,3 +40,14 @@ def test_generation_batch_that_splits_groups(tmp_path, twin_import):
     cfg.write_text("model_name_or_path: Qwen/Qwen2.5-1.5B\nper_device_train_batch_size: 3\nnum_generations: 5\n")
     code, _, err = twin_import("trl", cfg)
     assert code == 2 and len(err) == 1 and f"{cfg}: num_generations: a generation batch must hold whole groups" in err[0]
+
+
+def test_server_on_nodes_of_its_own_when_training_spans_machines(tmp_path, twin_import):
+    script = tmp_path / "multi.sh"
+    script.write_text("trl vllm-serve --model Qwen/Qwen2.5-1.5B --tensor-parallel-size 1 --data-parallel-size 8\n"
+                      "accelerate launch --num_machines 2 --num_processes 16 grpo.py --model_name_or_path "
+                      "Qwen/Qwen2.5-1.5B --use_vllm --vllm_mode server --per_device_train_batch_size 4\n")
+    code, data, _ = twin_import("trl", script)
+    assert code == 0
+    assert data["cluster"] == {"nodes": 3, "gpus_per_node": 8}
+    assert data["placement"]["rollout"]["gpus"] == 8 and data["placement"]["trainer"]["gpus"] == 16

@@ -1,6 +1,3 @@
-import pytest
-
-
 def test_hydra_yaml_with_defaults_imports_and_checks(fx, twin_import, twin_check):
     code, data, err = twin_import("verl", fx / "verl/grpo_qwen7b.yaml")
     assert code == 0

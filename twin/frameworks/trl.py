@@ -86,26 +86,28 @@ def run(paths: list[Path], model_given: bool) -> Imported:
         b.note(f"{DEFAULT_PROCESSES} training processes (one 8-GPU node): no accelerate config or --num_processes given")
     use_vllm = k.bool_("use_vllm", False)
     mode = k.choice("vllm_mode", VLLM_MODES, "server") if use_vllm else None
-    per_node = ceil_div(procs, machines) if machines > 1 else max(8, procs) if procs <= 8 else 8
+    per_node = ceil_div(procs, machines)  # the training processes, one GPU each
     if use_vllm and mode == "server":
         tp = serve.int_("tensor_parallel_size", 1)
         dp = serve.int_("data_parallel_size", 1)
         if not serve.keys():
             b.note("the trl vllm-serve server: one GPU (tp 1, dp 1); give its command in a script to read its sizes")
         rollout = tp * dp
-        total = procs + rollout
         b.set("placement.mode", "disaggregated", "vllm_mode")
         b.set("placement.rollout.gpus", rollout)
         b.set("placement.rollout.tp", tp)
         b.set("placement.trainer.gpus", procs)
-        per_node = max(per_node, 8) if machines == 1 else per_node
-        b.set("cluster.nodes", ceil_div(total, per_node))
+        if machines == 1:  # the server beside the training processes on one machine
+            per_node, nodes = procs + rollout, 1
+            b.note("the vLLM server runs on the training machine's other GPUs")
+        else:  # the server on nodes of its own, as large as the training ones
+            nodes = machines + ceil_div(rollout, per_node)
+            b.note("the vLLM server runs on nodes of its own")
+        b.set("cluster.nodes", nodes)
         b.set("placement.rollout.gpu_memory_utilization", serve.float_("gpu_memory_utilization", 0.9, high=1.0))
         k.mark("vllm_gpu_memory_utilization", "vllm_tensor_parallel_size")
     else:
         b.set("placement.mode", "colocated")
-        if per_node > procs and machines == 1:
-            per_node = procs  # the processes hold every GPU of the (shared) pool
         b.set("cluster.nodes", machines)
         if use_vllm:
             b.set("placement.rollout.tp", k.int_("vllm_tensor_parallel_size", 1), "vllm_tensor_parallel_size")
