@@ -112,3 +112,14 @@ def test_missing_defaults_file_is_an_error(tmp_path, twin_import):
     cfg.write_text("defaults:\n  - my_base\n  - _self_\ntrainer: {nnodes: 1}\n")
     code, _, err = twin_import("verl", cfg)
     assert code == 2 and "defaults" in err[0] and "my_base" in err[0]
+
+
+def test_knobs_left_out_take_verls_defaults(tmp_path, twin_import):
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen2.5-1.5B\n")
+    code, data, err = twin_import("verl", script)
+    assert code == 0 and err == []
+    a, r = data["algorithm"], data["placement"]["rollout"]
+    assert (a["name"], a["prompts_per_step"], a["minibatches"], a["responses_per_prompt"]) == ("ppo", 1024, 4, 1)
+    assert (r["tp"], r["gpu_memory_utilization"], r["max_num_seqs"]) == (2, 0.5, 1024)
+    assert data["workload"]["response_tokens"]["max"] == 512

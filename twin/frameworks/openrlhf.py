@@ -131,7 +131,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     workload(b, max_prompt, max_new, (f("prompt_max_len"),), (f("generate_max_len"),))
 
     # ------------------------------------------------------------ engines and trainer
-    b.set("placement.rollout.gpu_memory_utilization", k.float_(f("vllm_gpu_memory_utilization"), 0.9, high=1.0),
+    b.set("placement.rollout.gpu_memory_utilization", k.float_(f("vllm_gpu_memory_utilization"), 0.95, high=1.0),
           f("vllm_gpu_memory_utilization"))
     b.set("placement.rollout.scheduling", "synchronous")
     b.note("the rollout engine schedules synchronously (OpenRLHF's vLLM V1 LLM.generate of 2025)")

@@ -112,7 +112,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
         b.set("placement.mode", "colocated")
 
     # ------------------------------------------------------------ algorithm
-    estimator = k.choice("algorithm.adv_estimator", ESTIMATORS, "grpo")
+    estimator = k.choice("algorithm.adv_estimator", ESTIMATORS, "ppo")  # verl's default: gae
     dapo = k.bool_("algorithm.filter_groups.enable", False)
     name = "dapo" if dapo and estimator == "grpo" else estimator
     b.set("algorithm.name", name, "algorithm.adv_estimator")
@@ -128,9 +128,9 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     kl_loss = k.bool_(f"{ARR}.actor.use_kl_loss", False)
     kl_reward = k.bool_("algorithm.use_kl_in_reward", False)
     b.set("algorithm.reference", kl_loss or kl_reward, f"{ARR}.actor.use_kl_loss", "algorithm.use_kl_in_reward")
-    batch = k.int_("data.train_batch_size", None, low=0) or None  # 0: the fully-async recipe sizes by mini-batches
-    mini = k.int_(f"{ARR}.actor.ppo_mini_batch_size", None)
-    if fully_async and not batch and mini:
+    batch = k.int_("data.train_batch_size", 1024, low=0)  # 0: the fully-async recipe sizes by mini-batches
+    mini = k.int_(f"{ARR}.actor.ppo_mini_batch_size", 256)
+    if fully_async and not batch:
         batch = mini * k.int_("async_training.require_batches", 1)
     b.set("algorithm.prompts_per_step", batch, "data.train_batch_size")
     n = k.int_(f"{ARR}.rollout.n", 1)
