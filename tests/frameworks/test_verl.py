@@ -123,3 +123,13 @@ def test_knobs_left_out_take_verls_defaults(tmp_path, twin_import):
     assert (a["name"], a["prompts_per_step"], a["minibatches"], a["responses_per_prompt"]) == ("ppo", 1024, 4, 1)
     assert (r["tp"], r["gpu_memory_utilization"], r["max_num_seqs"]) == (2, 0.5, 1024)
     assert data["workload"]["response_tokens"]["max"] == 512
+
+
+def test_pool_that_does_not_split_names_the_knobs_behind_it(tmp_path, twin_import):
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-4B "
+                      "actor_rollout_ref.rollout.tensor_model_parallel_size=3 trainer.n_gpus_per_node=8\n")
+    code, _, err = twin_import("verl", script)
+    assert code == 2
+    assert err[-1].startswith(f"twin: error: {script}: actor_rollout_ref.rollout.tensor_model_parallel_size, "
+                              "trainer.n_gpus_per_node (scenario placement.rollout.gpus): rollout GPUs must split")

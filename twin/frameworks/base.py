@@ -259,6 +259,12 @@ class Builder:
         if known:
             self.provenance[path] = (self.knobs.file(known[0]) or "", ", ".join(known))
 
+    def blame(self, path: str, *keys: str) -> None:
+        """Name ``keys`` as the knobs behind a field the scenario derives (a pool's GPUs)."""
+        known = [k for k in keys if k in self.knobs]
+        if known and path not in self.provenance:
+            self.provenance[path] = (self.knobs.file(known[0]) or "", ", ".join(known))
+
     def get(self, path: str, default: Any = None) -> Any:
         node: Any = self.data
         for part in path.split("."):

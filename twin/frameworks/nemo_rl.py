@@ -120,6 +120,8 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b.set("placement.rollout.scheduling", "synchronous")
     b.note("the rollout engine schedules synchronously (NeMo-RL's vLLM V1 of 2025, docs/validation.md B)")
 
+    b.blame("placement.rollout.gpus", f"{G}.vllm_cfg.tensor_parallel_size", "cluster.gpus_per_node", "cluster.num_nodes")
+
     # ------------------------------------------------------------ trainer
     P = "policy"
     if k.bool_(f"{P}.megatron_cfg.enabled", False):
@@ -155,6 +157,9 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     else:
         micro = k.int_(f"{P}.train_micro_batch_size", 4)
         b.set("placement.trainer.micro_batch_tokens", micro * total, f"{P}.train_micro_batch_size")
+    b.blame("placement.trainer.gpus", f"{P}.megatron_cfg.tensor_model_parallel_size",
+            f"{P}.megatron_cfg.pipeline_model_parallel_size", f"{P}.dtensor_cfg.tensor_parallel_size",
+            "cluster.gpus_per_node", "cluster.num_nodes")
     return Imported("nemo_rl", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
 
 

@@ -117,6 +117,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
             b.set("placement.rollout.engine", "static", "use_vllm")
             b.note("without use_vllm TRL generates with HF generate: a static batch per process")
     b.set("cluster.gpus_per_node", per_node)
+    b.blame("placement.rollout.gpus", "vllm_tensor_parallel_size")
     if use_vllm:
         b.set("placement.rollout.scheduling", "synchronous")
         b.note("the vLLM engine schedules synchronously (vLLM V1 of 2025)")

@@ -163,6 +163,8 @@ def run(paths: list[Path], model_given: bool) -> Imported:
         b.set("placement.rollout.scheduling", "synchronous")
         b.note("the rollout engine schedules synchronously (verl's vLLM V1 of 2025, docs/validation.md A)")
 
+    b.blame("placement.rollout.gpus", f"{R}.tensor_model_parallel_size", "trainer.n_gpus_per_node", "trainer.nnodes")
+
     # ------------------------------------------------------------ trainer
     A = f"{ARR}.actor"
     strategy = k.str_(f"{A}.strategy", "fsdp")
@@ -197,6 +199,8 @@ def run(paths: list[Path], model_given: bool) -> Imported:
                   f"{A}.ppo_micro_batch_size_per_gpu")
             b.note("without use_dynamic_bsz a micro-batch is ppo_micro_batch_size_per_gpu sequences of up to "
                    "max_prompt_length + max_response_length tokens")
+    b.blame("placement.trainer.gpus", f"{A}.ulysses_sequence_parallel_size", f"{A}.megatron.tensor_model_parallel_size",
+            f"{A}.megatron.pipeline_model_parallel_size", "trainer.n_gpus_per_node", "trainer.nnodes")
     if skipped:
         b.note("verl's own defaults stand for " + ", ".join(sorted(set(skipped))))
     return Imported("verl", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
