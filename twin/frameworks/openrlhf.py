@@ -143,9 +143,26 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b.set("placement.trainer.recompute", k.bool_(f("gradient_checkpointing"), False), f("gradient_checkpointing"))
     if colocate:  # elsewhere the twin has no host-side Adam: the flag stays in the not-used list
         b.set("placement.trainer.offload_optimizer", k.bool_(f("adam_offload"), False), f("adam_offload"))
-    micro = k.int_(f("micro_train_batch_size"), 8)
-    b.set("placement.trainer.micro_batch_tokens", micro * (max_prompt + max_new), f("micro_train_batch_size"))
-    b.note("a training micro-batch is micro_train_batch_size sequences of up to prompt_max_len + generate_max_len tokens")
+    if k.bool_("use_dynamic_batch", False):
+        b.set("placement.trainer.micro_batch_tokens", k.int_("train_max_tokens_per_gpu", 16192),
+              "train_max_tokens_per_gpu", "use_dynamic_batch")
+        k.mark(f("micro_train_batch_size"))
+    else:
+        micro = k.int_(f("micro_train_batch_size"), 4)
+        b.set("placement.trainer.micro_batch_tokens", micro * (max_prompt + max_new), f("micro_train_batch_size"))
+        b.note("a training micro-batch is micro_train_batch_size sequences of up to prompt_max_len + "
+               "generate_max_len tokens")
+    b.set("placement.trainer.tp", k.int_("ds_tensor_parallel_size", None), "ds_tensor_parallel_size")
+    ring = k.int_("ring_attn_size", 1)
+    if ring > 1:
+        raise InputError("ring attention (context parallelism) is not modelled", file=k.file("ring_attn_size"),
+                         field="ring_attn_size", value=ring, allowed="1")
+    b.set("placement.rollout.max_num_seqs", k.int_("vllm_max_num_seqs", 256), "vllm_max_num_seqs")
+    b.set("placement.rollout.max_num_batched_tokens", k.int_("max_num_batched_tokens", None), "max_num_batched_tokens")
+    if k.bool_("dynamic_filtering", False):
+        b.set("algorithm.dynamic_sampling", {"enabled": True}, "dynamic_filtering")
+        b.note("dynamic filtering's share of filtered groups is unknown to the flags: 0 "
+               "(set algorithm.dynamic_sampling.zero_variance_fraction)")
     return Imported("openrlhf", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
 
 
