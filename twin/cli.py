@@ -35,6 +35,9 @@ examples:
   twin run                                   simulate the default scenario: which link binds
   twin run agentic-search-4b --set algorithm.staleness=2 --json report.json --trace trace.json
   twin whatif code-rl-sandbox-7b --pressure reward_x2 --pressure placement.rollout.gpus=24
+  twin whatif grpo-8b-disaggregated --pressure "placement.rollout.gpus=24,placement.trainer.gpus=8"
+  twin plan grpo-8b-disaggregated --gpus 64  the best mode and split for 64 GPUs
+  twin import verl run_dapo.sh --out my-run.yaml   a framework's launch script as a scenario
   twin validate                              the twin against published runs (exit 1 on a miss)
   twin validate --probe                      the twin against a real torch RL loop on this machine
   twin calibrate --device cuda --out my-gpu.yaml   measure a GPU into a hardware profile
@@ -42,6 +45,16 @@ examples:
 
 --set takes any field of the scenario as a dotted path; values are read as YAML
 (64, true, 0.9, "{kind: fixed, value: 512}").
+
+words (the same in every output):
+  critical path  the part of a step the trainer spent waiting on a link
+  binds          on the critical path for 5% of the step or more; the binding link: the largest share
+  load           the share of its capacity a link used while it held its GPUs
+  busy           the share of the run a resource (GPU pool, reward servers) worked
+  saturated      binds at 85% load or more: more of it buys experience; binding but not
+                 saturated, it waits more than it works and only its marginal gain says what
+                 more of it buys
+  marginal gain  the change in useful trajectories per hour with one pressure raised alone
 """
 
 
@@ -81,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
                          "deployment mode. Prints the step-time breakdown, utilisation and the "
                          "link on the critical path. Same scenario and seed, same report.")
     scenario_args(run)
+    run.add_argument("--from", dest="from_files", nargs="+", metavar=("FRAMEWORK", "FILE"),
+                     help="import the scenario from a framework's files instead (see twin import)")
     run.add_argument("--trace", metavar="PATH", help="write a Chrome trace (open in Perfetto)")
     run.add_argument("--no-verdict", action="store_true",
                      help="skip the marginal-gain re-simulations (one per pressure)")
@@ -114,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
                           "on its own (how far apart they are says how consistent the model is with the "
                           "source; re-simulates each figure ~16 times)")
     _plan_parser(sub, scenario_args)
+    _import_parser(sub)
     sub.add_parser("tui", add_help=False, help="the interactive capacity planner (needs rltwin[tui])")
     sub.add_parser("calibrate", add_help=False,
                    help="measure this CPU or GPU into a hardware profile (twin calibrate --help)")
@@ -173,6 +189,8 @@ def _main(argv: list[str]) -> int:
         return _plan(args)
     if args.command == "list":
         return _list()
+    if args.command == "import":
+        return _import(args)
     parser.print_help()
     return 0
 
@@ -285,7 +303,14 @@ def _run(args) -> int:
     from twin.verdict import judge
 
     outputs = _outputs(args)
-    plan = runner.prepare(args.scenario, args.overrides)
+    source = args.scenario
+    if args.from_files:
+        from twin.frameworks import scenario_from
+
+        if source is not None:
+            raise InputError("give a scenario or --from FRAMEWORK FILE..., not both", field="--from", value=source)
+        source, args.overrides = scenario_from(args.from_files, args.overrides), []
+    plan = runner.prepare(source, args.overrides)
     _warn(plan)
     with progress_printer(plan.run.steps) as progress:
         report = runner.simulate(plan, progress)
@@ -380,6 +405,40 @@ def _whatif(args) -> int:
     if args.json_path:
         outputs.commit({"--json": json.dumps({"baseline": baseline, "pressures": rows},
                                               indent=2, sort_keys=True) + "\n"})
+    return 0
+
+
+def _import_parser(sub) -> None:
+    imp = sub.add_parser(
+        "import", help="a framework's config or launch script as a twin scenario (verl, NeMo-RL, OpenRLHF, AReaL, TRL)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Read a framework's own files (configs as composed by it, launch scripts with their "
+        "overrides) into a scenario, check it as twin check would, and print it as YAML (or write it with "
+        "--out). Knobs that are present but do not change the simulation are named in one warning line; "
+        "a value the twin cannot represent is an error naming the file and the key. Models named by a "
+        "hub id resolve to a built-in preset where one exists; otherwise give --set model=path/to/config.json. "
+        "docs/frameworks.md lists every knob. `twin run --from FRAMEWORK FILE...` imports and runs.")
+    imp.add_argument("framework", choices=["verl", "nemo-rl", "openrlhf", "areal", "trl"], metavar="FRAMEWORK",
+                     help="verl, nemo-rl, openrlhf, areal or trl")
+    imp.add_argument("files", nargs="+", metavar="FILE", help="the framework's YAML/JSON configs and launch scripts")
+    imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                     help="override one scenario field after the import (repeatable)")
+    imp.add_argument("--out", metavar="SCENARIO.yaml", help="write the scenario here instead of standard output")
+
+
+def _import(args) -> int:
+    from twin.frameworks import import_files, scenario_yaml, validated, warn
+
+    outputs = Outputs()
+    outputs.add("--out", args.out)
+    result = import_files(args.framework, args.files, args.overrides)
+    warn(result)
+    validated(result, args.overrides)
+    text = scenario_yaml(result, args.overrides)
+    if args.out:
+        outputs.commit({"--out": text})
+    else:
+        sys.stdout.write(text)
     return 0
 
 

@@ -1,0 +1,55 @@
+def test_base_config_imports_and_checks(fx, twin_import, twin_check):
+    code, data, err = twin_import("nemo-rl", fx / "nemo_rl/grpo_base.yaml")
+    assert code == 0
+    a, p = data["algorithm"], data["placement"]
+    assert data["model"] == "qwen2.5-1.5b"
+    assert (a["prompts_per_step"], a["responses_per_prompt"], a["minibatches"]) == (32, 16, 1)
+    assert p["mode"] == "colocated" and p["trainer"]["zero_stage"] == 3
+    # sequence_packing.train_mb_tokens = ${mul:${policy.max_total_sequence_length}, ${...train_micro_batch_size}}
+    assert p["trainer"]["micro_batch_tokens"] == 512 * 4
+    assert data["workload"]["response_tokens"]["max"] == 512 - 141
+    assert "NeMo-RL 0.3" in data["description"]
+    assert len(err) == 1 and err[0].startswith("twin: warning: nemo_rl: not used: data.dataset_name, ")
+    assert "policy.optimizer.kwargs.lr" in err[0] and "grpo.num_prompts_per_step" not in err[0]
+    assert twin_check(data) == 0
+
+
+def test_defaults_inheritance_megatron(fx, twin_import, twin_check):
+    code, data, _ = twin_import("nemo-rl", fx / "nemo_rl/grpo_llama8b_megatron.yaml")
+    assert code == 0
+    t = data["placement"]["trainer"]
+    assert data["model"] == "llama-3.1-8b" and data["cluster"]["nodes"] == 2
+    assert t["kernels"] == "fused" and t["zero_stage"] == 1 and t["pp"] == 2 and t["recompute"] is True
+    assert t["offload_params"] and t["offload_optimizer"]  # colocated: NeMo-RL offloads before refit
+    assert data["algorithm"]["minibatches"] == 64 * 32 // 512
+    assert twin_check(data) == 0
+
+
+def test_async_grpo_two_levels_of_defaults(fx, twin_import, twin_check):
+    code, data, _ = twin_import("nemo-rl", fx / "nemo_rl/grpo_async.yaml")
+    assert code == 0
+    p, a = data["placement"], data["algorithm"]
+    assert p["mode"] == "async" and p["rollout"]["gpus"] == 8
+    assert a["staleness"] == 2 and a["partial_rollout"] is True
+    assert twin_check(data) == 0
+
+
+def test_context_parallel_is_refused(fx, tmp_path, twin_import):
+    cfg = tmp_path / "cp.yaml"
+    cfg.write_text(f"defaults: {fx / 'nemo_rl/grpo_base.yaml'}\npolicy:\n  dtensor_cfg:\n    context_parallel_size: 2\n")
+    code, _, err = twin_import("nemo-rl", cfg)
+    assert code == 2 and len(err) == 1
+    assert err[0] == (f"twin: error: {cfg}: policy.dtensor_cfg.context_parallel_size: context parallelism is not "
+                      "modelled (got 2); allowed: 1 (the twin models tensor, pipeline and Ulysses sequence parallelism)")
+
+
+def test_unknown_hub_id_says_how_to_fix(fx, tmp_path, twin_import):
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(f"defaults: {fx / 'nemo_rl/grpo_base.yaml'}\npolicy:\n  model_name: someorg/Mystery-9B\n")
+    code, _, err = twin_import("nemo-rl", cfg)
+    assert code == 2 and len(err) == 1
+    assert f"{cfg}: policy.model_name: a hub id without a built-in preset (got 'someorg/Mystery-9B')" in err[0]
+    assert "--set model=path/to/config.json" in err[0] and "nothing is downloaded" in err[0]
+    # the fix works
+    code, data, _ = twin_import("nemo-rl", cfg, "--set", "model=qwen2.5-1.5b")
+    assert code == 0 and data["model"] == "qwen2.5-1.5b"

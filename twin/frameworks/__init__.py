@@ -1,0 +1,121 @@
+"""Importers: a framework's own config files and launch scripts → a twin scenario.
+
+``IMPORTERS`` maps each framework's name to its :class:`Importer`; :func:`import_files` runs
+one and :func:`validated` checks the result as ``twin check`` would, naming the framework
+knob (and its file) behind any field that does not validate. docs/frameworks.md lists what
+each importer reads and how each knob maps.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from twin.errors import InputError, choices
+from twin.frameworks import areal, nemo_rl, openrlhf, trl, verl
+from twin.frameworks.base import Imported, Importer
+
+
+IMPORTERS: dict[str, Importer] = {m.IMPORTER.name: m.IMPORTER for m in (verl, nemo_rl, openrlhf, areal, trl)}
+NAMES = ("verl", "nemo-rl", "openrlhf", "areal", "trl")  # as typed on the command line
+
+
+def importer(name: str) -> Importer:
+    key = name.strip().lower().replace("-", "_")
+    if key not in IMPORTERS:
+        raise InputError("unknown framework", field="--from", value=name, allowed=choices(NAMES, name))
+    return IMPORTERS[key]
+
+
+def _model_overridden(overrides: Sequence[str] | dict) -> bool:
+    keys = overrides.keys() if isinstance(overrides, dict) else [o.partition("=")[0].strip() for o in overrides]
+    return any(k == "model" for k in keys)
+
+
+def import_files(framework: str, files: Sequence[str | Path],
+                 overrides: Sequence[str] | dict = ()) -> Imported:
+    """Read ``files`` as ``framework``'s inputs into a scenario (not yet validated)."""
+    imp = importer(framework)
+    paths = [Path(f).expanduser() for f in files]
+    if not paths:
+        raise InputError("no input files", field=imp.name, allowed=imp.reads)
+    for path in paths:
+        if not path.is_file():
+            raise InputError("file not found", file=path, allowed=imp.reads)
+    result = imp.run(paths, _model_overridden(overrides))
+    names = ", ".join(p.name for p in paths)
+    text = f"Imported from {imp.title} ({names}) by `twin import {imp.name.replace('_', '-')}`, " \
+           f"assuming {imp.title} {imp.version}."
+    if result.notes:
+        text += " Assumed: " + "; ".join(result.notes) + "."
+    scenario = {"name": _name(paths[0]), "description": text, **result.scenario}
+    result.scenario = scenario
+    return result
+
+
+def _name(path: Path) -> str:
+    stem = path.stem.replace("_", "-")
+    return stem or "imported"
+
+
+def validated(result: Imported, overrides: Sequence[str] | dict = ()):
+    """The imported scenario loaded and resolved (a :class:`twin.plan.Plan`), with ``--set``
+    overrides applied; a field that does not validate is named by the knob it came from."""
+    from twin import runner
+
+    try:
+        return runner.plan(result.scenario, overrides)
+    except InputError as exc:
+        raise _blame(exc, result) from None
+
+
+def _blame(exc: InputError, result: Imported) -> InputError:
+    if exc.file is not None or not exc.field:
+        return exc
+    field = exc.field
+    while field:
+        if field in result.provenance:
+            file, keys = result.provenance[field]
+            return InputError(exc.problem, file=file or None, field=f"{keys} (scenario {exc.field})",
+                              value=exc.value, allowed=exc.allowed)
+        field = field.rpartition(".")[0]
+    files = ", ".join(result.files)
+    return InputError(exc.problem, file=f"scenario imported from {files}", field=exc.field,
+                      value=exc.value, allowed=exc.allowed)
+
+
+def scenario_yaml(result: Imported, overrides: Sequence[str] | dict = ()) -> str:
+    """The scenario as YAML, ``--set`` overrides applied, under a header naming the inputs,
+    the framework version assumed and the knobs not used."""
+    from twin.config.load import apply_overrides, parse_overrides
+
+    data = result.scenario
+    if overrides:
+        data = apply_overrides(data, overrides if isinstance(overrides, dict) else parse_overrides(overrides))
+    imp = importer(result.framework)
+    header = [f"# Imported by `twin import {imp.name.replace('_', '-')}` from: {', '.join(result.files)}",
+              f"# Framework assumed: {imp.title} {imp.version}"]
+    if result.unused:
+        header.append(f"# Not used by the twin: {', '.join(result.unused)}")
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True)
+    return "\n".join(header) + "\n" + body
+
+
+def warn(result: Imported) -> None:
+    if result.warning:
+        print(f"twin: warning: {result.warning}", file=sys.stderr)
+
+
+def scenario_from(args: Sequence[str], overrides: Sequence[str]):
+    """``twin run --from FRAMEWORK FILE...``: the imported scenario, validated with the
+    overrides applied (a :class:`~twin.config.scenario.Scenario`); warns of unused knobs."""
+    if len(args) < 2:
+        raise InputError("--from needs a framework and at least one file", field="--from",
+                         value=" ".join(args), allowed="--from FRAMEWORK FILE... with FRAMEWORK one of "
+                         + ", ".join(NAMES))
+    result = import_files(args[0], args[1:], overrides)
+    warn(result)
+    return validated(result, overrides).scenario

@@ -1,0 +1,377 @@
+"""What every importer shares: knobs read from files, typed and tracked; the scenario being
+built with the framework key behind each field; models named by hub id; the workload.
+
+An importer reads a framework's own files into :class:`Knobs` (flat dotted keys, each with
+the file it came from), builds the scenario with :class:`Builder` reading knobs through the
+typed getters (which mark them used), and returns an :class:`Imported`: the scenario data,
+the knobs present but not used, and the framework and version whose semantics were assumed.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twin.errors import InputError, choices
+
+_MISSING = object()
+TRUE = {"true", "1", "yes", "on"}
+FALSE = {"false", "0", "no", "off", "none", "null", ""}
+
+
+@dataclass(frozen=True)
+class Importer:
+    name: str          # registry key (typed with '-' for '_' on the command line: nemo-rl)
+    title: str         # the framework's own name
+    version: str       # the version whose key names and defaults are assumed
+    reads: str         # what inputs it takes, for errors
+    run: Callable[[list[Path], bool], "Imported"]  # (files, model given by --set) -> Imported
+
+
+@dataclass
+class Imported:
+    framework: str                 # registry name: verl, nemo_rl, ...
+    version: str                   # the framework version whose semantics were assumed
+    files: list[str]
+    scenario: dict[str, Any]
+    unused: list[str]              # knobs present in the inputs that the twin does not use
+    notes: list[str] = field(default_factory=list)            # assumptions made
+    provenance: dict[str, tuple[str, str]] = field(default_factory=dict)  # field -> (file, key)
+
+    @property
+    def warning(self) -> str | None:
+        """The one warning line (without the 'twin: warning: ' prefix), or None."""
+        if not self.unused:
+            return None
+        return f"{self.framework}: not used: {', '.join(self.unused)}"
+
+
+class Knobs:
+    """Flat dotted knobs, each remembering the file it came from; reading one marks it used."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[Any, str]] = {}
+        self._used: set[str] = set()
+
+    # ----------------------------------------------------------------- filling
+    def put(self, key: str, value: Any, file: str | Path) -> None:
+        self._values[key] = (value, str(file))
+
+    def put_tree(self, tree: dict, file: str | Path, prefix: str = "") -> None:
+        """Every leaf of a nested mapping under its dotted key (a mapping set to an empty
+        mapping or a list counts as one leaf)."""
+        for key, value in tree.items():
+            path = f"{prefix}{key}"
+            if isinstance(value, dict) and value:
+                for old in [k for k in self._values if k == path]:
+                    del self._values[old]  # a scalar replaced by a mapping
+                self.put_tree(value, file, path + ".")
+            else:
+                for old in [k for k in self._values if k.startswith(path + ".")]:
+                    del self._values[old]  # a mapping replaced by a scalar
+                self.put(path, value, file)
+
+    def drop(self, key: str) -> None:
+        for old in [k for k in self._values if k == key or k.startswith(key + ".")]:
+            del self._values[old]
+
+    # ----------------------------------------------------------------- reading
+    def __contains__(self, key: str) -> bool:
+        return key in self._values
+
+    def keys(self) -> list[str]:
+        return list(self._values)
+
+    def file(self, key: str) -> str | None:
+        entry = self._values.get(key)
+        return entry[1] if entry else None
+
+    def mark(self, *keys: str) -> None:
+        """Count keys as used without reading them (their meaning is implied by others)."""
+        self._used.update(k for k in keys if k in self._values)
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        if key not in self._values:
+            return default
+        self._used.add(key)
+        return self._resolve(key, self._values[key][0], 0)
+
+    def _resolve(self, key: str, value: Any, depth: int) -> Any:
+        """Hydra/OmegaConf interpolation of a whole value: ``${other.key}``,
+        ``${oc.select:other.key,default}``; a shell variable left unset is an error."""
+        from twin.frameworks.shell import unresolved
+
+        if isinstance(value, str):
+            name = unresolved(value)
+            if name is not None:
+                raise InputError(f"the value depends on {name}, which the script does not set (it "
+                                 "comes from the environment)", file=self.file(key), field=key,
+                                 allowed="set it in the script, or give the scenario field with --set")
+            value = self._inline(value, depth)
+            if not isinstance(value, str):
+                return value
+            m = re.fullmatch(r"\$\{(?:oc\.select:)?([A-Za-z0-9_.]+)(?:,([^}]*))?\}", value.strip())
+            if m and depth < 16:
+                target, fallback = m.group(1), m.group(2)
+                if target in self._values:
+                    return self._resolve(target, self._values[target][0], depth + 1)
+                if fallback is not None:
+                    return _scalar(fallback.strip())
+                return None
+            if "${" in value:
+                raise InputError("an interpolation the importer cannot resolve", file=self.file(key),
+                                 field=key, value=value, allowed="${other.key} or ${oc.select:key,default}")
+        return value
+
+    def _inline(self, value: str, depth: int) -> Any:
+        """Interpolations inside a resolver (``${mul:${a.b},4}``) replaced by their values,
+        then the resolvers ``mul``, ``max`` and ``min`` of numbers applied."""
+        if depth > 16 or "${" not in value:
+            return value
+        inner = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
+        resolver = re.compile(r"\$\{(mul|max|min):\s*([-0-9.e+]+)\s*,\s*([-0-9.e+]+)\s*\}")
+        for _ in range(16):
+            before = value
+            m = inner.search(value)
+            if m and m.group(0) != value.strip():
+                target = m.group(1)
+                if target in self._values:
+                    value = value.replace(m.group(0), str(self._resolve(target, self._values[target][0], depth + 1)))
+            r = resolver.search(value)
+            if r:
+                a, c = float(r.group(2)), float(r.group(3))
+                result = {"mul": a * c, "max": max(a, c), "min": min(a, c)}[r.group(1)]
+                value = value.replace(r.group(0), str(int(result)) if result.is_integer() else str(result))
+            if value == before:
+                break
+        return _number(value) if "${" not in value else value
+
+    def _bad(self, key: str, value: Any, allowed: str, problem: str = "cannot be mapped") -> InputError:
+        return InputError(problem, file=self.file(key), field=key, value=value, allowed=allowed)
+
+    def int_(self, key: str, default: Any = None, *, low: int = 1) -> Any:
+        value = self.raw(key, _MISSING)
+        if value is _MISSING or value is None:
+            return default
+        number = _number(value)
+        if isinstance(number, float) and number.is_integer():
+            number = int(number)
+        if not isinstance(number, int) or isinstance(number, bool) or number < low:
+            raise self._bad(key, value, f"an integer >= {low}", "not a whole number the twin can use")
+        return number
+
+    def float_(self, key: str, default: Any = None, *, low: float = 0.0, high: float | None = None) -> Any:
+        value = self.raw(key, _MISSING)
+        if value is _MISSING or value is None:
+            return default
+        number = _number(value)
+        if not isinstance(number, (int, float)) or isinstance(number, bool) or number < low \
+                or (high is not None and number > high):
+            span = f"a number in [{low}, {high}]" if high is not None else f"a number >= {low}"
+            raise self._bad(key, value, span, "not a number the twin can use")
+        return float(number)
+
+    def bool_(self, key: str, default: Any = None) -> Any:
+        value = self.raw(key, _MISSING)
+        if value is _MISSING:
+            return default
+        if isinstance(value, bool):
+            return value
+        if value is None:
+            return False
+        if isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+        text = str(value).strip().lower()
+        if text in TRUE:
+            return True
+        if text in FALSE:
+            return False
+        raise self._bad(key, value, "true or false")
+
+    def str_(self, key: str, default: Any = None) -> Any:
+        value = self.raw(key, _MISSING)
+        if value is _MISSING or value is None:
+            return default
+        return str(value).strip()
+
+    def choice(self, key: str, table: dict[str, Any], default: Any = None) -> Any:
+        """The table's entry for the knob's value (case-insensitive); an unknown one is an error."""
+        value = self.str_(key)
+        if value is None:
+            return default
+        if value.lower() not in table:
+            raise self._bad(key, value, choices(table, value.lower()))
+        return table[value.lower()]
+
+    def unused(self) -> list[str]:
+        return sorted(k for k in self._values if k not in self._used)
+
+
+def _scalar(text: str) -> Any:
+    """A command-line value as YAML would read it (numbers, booleans, null, lists)."""
+    from twin.config.io import load_yaml
+
+    try:
+        return load_yaml(text) if text.strip() else ""
+    except Exception:  # noqa: BLE001 - anything YAML refuses stays text
+        return text
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip().replace("_", "")
+        try:
+            return int(text)
+        except ValueError:
+            try:
+                return float(text)
+            except ValueError:
+                return value
+    return value
+
+
+scalar = _scalar
+
+
+class Builder:
+    """The scenario being built: nested fields set by dotted path, each remembering the
+    framework knob (and file) it came from, so that a validation error can name that knob."""
+
+    def __init__(self, knobs: Knobs) -> None:
+        self.knobs = knobs
+        self.data: dict[str, Any] = {}
+        self.provenance: dict[str, tuple[str, str]] = {}
+        self.notes: list[str] = []
+
+    def set(self, path: str, value: Any, *keys: str) -> None:
+        if value is None:
+            return
+        node = self.data
+        parts = path.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+        known = [k for k in keys if k in self.knobs]
+        if known:
+            self.provenance[path] = (self.knobs.file(known[0]) or "", ", ".join(known))
+
+    def blame(self, path: str, *keys: str) -> None:
+        """Name ``keys`` as the knobs behind a field the scenario derives (a pool's GPUs)."""
+        known = [k for k in keys if k in self.knobs]
+        if known and path not in self.provenance:
+            self.provenance[path] = (self.knobs.file(known[0]) or "", ", ".join(known))
+
+    def get(self, path: str, default: Any = None) -> Any:
+        node: Any = self.data
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+# --------------------------------------------------------------------------- models
+# Hub ids whose architecture is a built-in preset's (same config.json shape). Matching is
+# case-insensitive; instruct/chat variants share their base model's architecture.
+HUB_PRESETS: dict[str, str] = {
+    "Qwen/Qwen2.5-1.5B": "qwen2.5-1.5b",
+    "Qwen/Qwen2.5-1.5B-Instruct": "qwen2.5-1.5b",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": "deepseek-r1-distill-qwen-1.5b",
+    "Qwen/Qwen2.5-7B": "qwen2.5-7b",
+    "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b",
+    "Qwen/Qwen2.5-72B": "qwen2.5-72b",
+    "Qwen/Qwen2.5-72B-Instruct": "qwen2.5-72b",
+    "meta-llama/Llama-3.1-8B": "llama-3.1-8b",
+    "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "meta-llama/Meta-Llama-3.1-8B": "llama-3.1-8b",
+    "meta-llama/Meta-Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
+    "meta-llama/Llama-3.1-70B-Instruct": "llama-3.1-70b",
+    "meta-llama/Meta-Llama-3.1-70B": "llama-3.1-70b",
+    "meta-llama/Meta-Llama-3.1-70B-Instruct": "llama-3.1-70b",
+    "Qwen/Qwen3-4B": "qwen3-4b",
+    "Qwen/Qwen3-4B-Base": "qwen3-4b",
+    "Qwen/Qwen3-32B": "qwen3-32b",
+    "Qwen/Qwen3-30B-A3B": "qwen3-30b-a3b",
+    "Qwen/Qwen3-30B-A3B-Base": "qwen3-30b-a3b",
+    "Qwen/Qwen3-235B-A22B": "qwen3-235b-a22b",
+    "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+    "deepseek-ai/DeepSeek-V3-Base": "deepseek-v3",
+    "deepseek-ai/DeepSeek-V3-0324": "deepseek-v3",
+    "deepseek-ai/DeepSeek-R1": "deepseek-v3",
+}
+_HUB = {k.lower(): v for k, v in HUB_PRESETS.items()}
+
+
+def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Path] = ()) -> Any:
+    """The scenario's ``model`` for the framework knob ``key``: a preset for a known hub id, a
+    config.json for a local model folder; None when ``overridden`` (``--set model=...``)."""
+    if overridden:
+        knobs.mark(key)
+        return None
+    ref = knobs.str_(key)
+    fix = ("--set model=path/to/config.json (or a preset: --set model=NAME, see `twin list`); "
+           "nothing is downloaded. Hub ids with a preset: " + ", ".join(sorted(HUB_PRESETS)))
+    if ref is None:
+        raise InputError("the inputs name no model", field=key, allowed=fix)
+    file = knobs.file(key)
+    if ref.lower() in _HUB:
+        return _HUB[ref.lower()]
+    bases = [Path.cwd(), *search]
+    for base in bases:
+        path = Path(ref).expanduser()
+        path = path if path.is_absolute() else base / path
+        if path.is_dir() and (path / "config.json").is_file():
+            return str((path / "config.json").resolve())
+        if path.is_file() and path.suffix == ".json":
+            return str(path.resolve())
+    looks_hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", ref) is not None and not Path(ref).exists()
+    problem = ("a hub id without a built-in preset" if looks_hub else
+               "no model folder with a config.json there")
+    raise InputError(problem, file=file, field=key, value=ref, allowed=fix)
+
+
+# --------------------------------------------------------------------------- workload
+def workload(b: Builder, max_prompt: int | None, max_response: int | None,
+             prompt_keys: tuple[str, ...] = (), response_keys: tuple[str, ...] = ()) -> None:
+    """Prompt and response lengths: the framework gives only their maxima, so the shape is the
+    twin's default (the published math-reasoning workload, docs/validation.md), clipped at
+    the framework's maxima as its engine clips them."""
+    from twin.config.scenario import MATH_RESPONSES
+
+    if max_response is not None:
+        responses = MATH_RESPONSES.model_dump(mode="json", exclude_defaults=True)
+        cap = MATH_RESPONSES.max
+        responses.update(kind="mixture", max=max_response, scale=round(max_response / cap, 6))
+        b.set("workload.response_tokens", responses, *response_keys)
+        b.provenance["workload.response_tokens.max"] = b.provenance.get("workload.response_tokens", ("", ""))
+    if max_prompt is not None:
+        b.set("workload.prompt_tokens", {"kind": "fixed", "value": min(141, max_prompt)}, *prompt_keys)
+    b.note("lengths: the twin's default math-reasoning shapes (docs/validation.md, source E): prompts of "
+           "141 tokens (at most the configured maximum), responses the published mixture scaled from its "
+           "32,768-token cap to the configured maximum (each response the same share of its budget); give "
+           "your own with --set workload.response_tokens=...")
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    """``over`` merged into a copy of ``base``, mappings merged key by key (Hydra/OmegaConf)."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
