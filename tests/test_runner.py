@@ -107,3 +107,11 @@ def test_simulate_many_returns_input_errors_in_place():
     bad = {**good, "placement": {**good["placement"], "rollout": {**good["placement"]["rollout"], "gpus": 7, "tp": 2}}}
     out = runner.simulate_many([good, bad], workers=1)
     assert isinstance(out[0], dict) and isinstance(out[1], InputError)
+
+
+def test_a_pressure_with_a_bad_value_alone_exits_2(capsys):
+    args = ["whatif", "grpo-7b-colocated", "--set", "run.steps=2", "--set", "algorithm.prompts_per_step=16",
+            "--pressure", "placement.rollout.gpus=abc"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("twin: error:") and err.count("\n") == 1 and "placement.rollout.gpus=abc" in err
