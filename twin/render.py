@@ -48,8 +48,8 @@ def render_run(report: dict[str, Any]) -> str:
         flag = ("  binds, saturated" if row["saturated"] else "  binds") if row["binds"] else ""
         flag += "  ← the binding link" if i == 0 and row["binds"] else ""
         lines.append(f"  {row['link']:14s} {row['critical_path_share'] * 100:12.0f}% {load}{flag}")
-    lines.append("  (binds: on the critical path for at least 5% of the step; load: the share of its capacity "
-                 "a link used while it held its GPUs; saturated: binds at 85% load or more)")
+    lines.append("  (binds: on the critical path for 5% of the step or more; saturated: binds at 85% load or")
+    lines.append("   more; load: the share of its capacity a link used while it held its GPUs)")
     spread = report.get("rollout_engine_utilization")
     if spread:
         lines.append(f"  (rollout engines: {spread['min'] * 100:.0f}–{spread['max'] * 100:.0f}% busy, "

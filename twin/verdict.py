@@ -198,7 +198,7 @@ PRESSURES: dict[str, Pressure] = {p.name: p for p in (
     Pressure("async_scheduling", "async engine scheduling",
              "engine schedules asynchronously (was synchronous; vLLM ≥ 0.14)", "rollout", _async_scheduling),
     Pressure("compute_share_x0.75", "a less efficient stack",
-             "sensitivity: the stack reaches 25% less of the kernel rates (compute_scale ×0.75)", "compute",
+             "sensitivity: a stack 25% less efficient (compute_scale ×0.75)", "compute",
              _less_efficient_stack),
 )}
 
