@@ -298,7 +298,7 @@ def _check(args) -> int:
 
 def _run(args) -> int:
     from twin import runner
-    from twin.progress import progress_printer
+    from twin.progress import compile_notice, count_printer, progress_printer
     from twin.render import render_run
     from twin.verdict import judge
 
@@ -312,10 +312,12 @@ def _run(args) -> int:
         source, args.overrides = scenario_from(args.from_files, args.overrides), []
     plan = runner.prepare(source, args.overrides)
     _warn(plan)
+    compile_notice()
     with progress_printer(plan.run.steps) as progress:
         report = runner.simulate(plan, progress)
     if not args.no_verdict:
-        report = report.with_verdict(judge(report))
+        with count_printer("verdict: re-simulating each pressure") as counted:
+            report = report.with_verdict(judge(report, progress=counted))
     text = report.to_json()
     trace = json.dumps(report.chrome_trace()) if args.trace else None
     if args.json_path == "-":
@@ -367,19 +369,22 @@ def _pressure_names() -> list[str]:
 def _whatif(args) -> int:
     from twin import runner
     from twin.render import pressure_note
+    from twin.progress import compile_notice, count_printer
     from twin.verdict import resolve_pressures, sensitivity
 
     outputs = _outputs(args)
     plan = runner.prepare(args.scenario, args.overrides)
     _warn(plan)
     asked = resolve_pressures(args.pressures)  # reject unknown names before simulating anything
+    compile_notice()
     base = runner.simulate(plan)
-    rows = [row.to_dict() for row in sensitivity(base, args.pressures)]
+    with count_printer("re-simulating each pressure") as counted:
+        rows = [row.to_dict() for row in sensitivity(base, args.pressures, progress=counted)]
     tried = {row["pressure"] for row in rows}
     if args.pressures and all("error" in row for row in rows):
         # Nothing asked for could be simulated: that is an answer about the input.
         why = "; ".join(f"{row['pressure']}: {row['error']}" for row in rows) or "; ".join(
-            f"{p.name}: already so in this scenario" for p in asked if p.name not in tried)
+            f"{p.name}: {p.absent}" for p in asked if p.name not in tried)
         raise InputError("no pressure asked for applies to this scenario", field="--pressure",
                          value=", ".join(args.pressures), allowed=why)
     baseline = {"step_time_s": base.step_time_s, "throughput": base.throughput, "gpus": base.gpus}
@@ -401,7 +406,7 @@ def _whatif(args) -> int:
               f"{row['useful_trajectories_per_hour']:11,.0f}{pressure_note(row)}")
     for pressure in asked:
         if pressure.name not in tried:  # its lever is already pulled in this scenario
-            print(f"  {pressure.describe(plan):62s} already so in this scenario")
+            print(f"  {pressure.describe(plan):62s} {pressure.absent}")
     if args.json_path:
         outputs.commit({"--json": json.dumps({"baseline": baseline, "pressures": rows},
                                               indent=2, sort_keys=True) + "\n"})

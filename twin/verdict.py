@@ -41,6 +41,7 @@ class Pressure:
     # None: not applicable here; a list: alternatives, of which the verdict keeps the best
     overrides: Callable[[Plan, Report], Overrides | list[Overrides] | None]
     shared_description: str | None = None  # what it means where rollout and trainer share GPUs
+    absent: str = "already so in this scenario"  # why it has no row where ``overrides`` gives None
 
     def describe(self, plan: Plan) -> str:
         """The row's label, in the terms of the plan's deployment mode."""
@@ -184,7 +185,8 @@ def _async_scheduling(plan: Plan, report: Report) -> Overrides | None:
 PRESSURES: dict[str, Pressure] = {p.name: p for p in (
     Pressure("rollout_gpus_x2", "more rollout GPUs", "×2 rollout GPUs", "rollout", _more_rollout,
              "×2 GPUs (rollout and trainer share them)"),
-    Pressure("trainer_gpus_x2", "more trainer GPUs", "×2 trainer GPUs", "optimization", _more_trainer),
+    Pressure("trainer_gpus_x2", "more trainer GPUs", "×2 trainer GPUs", "optimization", _more_trainer,
+             absent="shared GPUs: the ×2 GPUs row doubles the trainer's too"),
     Pressure("reward_x2", "more reward workers",
              "×2 reward workers (sandboxes, CPU cores or reward-model GPUs)", "reward", _more_reward),
     Pressure("network_x2", "faster links", "×2 link bandwidth (NVLink and network)", "weight_sync",
@@ -194,7 +196,7 @@ PRESSURES: dict[str, Pressure] = {p.name: p for p in (
     Pressure("staleness_plus1", "staleness +1", "+1 staleness", "rollout", _more_staleness,
              "+1 staleness (async pools on the same GPUs)"),
     Pressure("partial_rollout", "partial rollout", "partial rollout on (async, staleness ≥ 1)",
-             "rollout", _partial_rollout, "partial rollout on (async pools on the same GPUs, staleness ≥ 1)"),
+             "rollout", _partial_rollout, "partial rollout on (async pools, same GPUs, staleness ≥ 1)"),
     Pressure("async_scheduling", "async engine scheduling",
              "engine schedules asynchronously (was synchronous; vLLM ≥ 0.14)", "rollout", _async_scheduling),
     Pressure("compute_share_x0.75", "a less efficient stack",
@@ -287,7 +289,7 @@ class Row:
 
 
 def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
-                workers: int | None = None) -> list[Row]:
+                workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> list[Row]:
     """Re-simulate once per pressure (each alternative of it), in the runner's process pool;
     rows sorted by gain (largest first), a pressure that cannot apply last with its reason.
     Pressures that do not apply here at all (their lever is already pulled) have no row."""
@@ -300,7 +302,7 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
         overrides = pressure.overrides(plan, base)
         for alternative in [overrides] if isinstance(overrides, dict) else overrides or []:
             jobs.append((pressure, apply_overrides(base_data, alternative)))
-    reports = simulate_many([data for _, data in jobs], workers)
+    reports = simulate_many([data for _, data in jobs], workers, progress)
     useful = base.useful_trajectories_per_hour
     base_gpus = sum(base.gpus.values())
     best: dict[str, Row] = {}  # per pressure, its best alternative (the first error if all fail)
@@ -379,7 +381,8 @@ class Verdict:
         return {"diagnosis": self.diagnosis, "marginal_gains": [r.to_dict() for r in self.rows]}
 
 
-def judge(report: Report, pressures: Iterable[PressureSpec] | None = None, workers: int | None = None) -> Verdict:
+def judge(report: Report, pressures: Iterable[PressureSpec] | None = None, workers: int | None = None,
+          progress: Callable[[int, int], None] | None = None) -> Verdict:
     """The verdict on a report: every pressure re-simulated, ranked, and the diagnosis."""
-    rows = sensitivity(report, pressures, workers)
+    rows = sensitivity(report, pressures, workers, progress)
     return Verdict(diagnosis(report.data["bottleneck"], [r.to_dict() for r in rows]), rows)
