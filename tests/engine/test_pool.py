@@ -145,6 +145,37 @@ def test_next_event_time_does_not_move_the_pool(small_costs):
     assert len(events) >= 1 and np.all(events.times == t)
 
 
+@pytest.mark.parametrize("kind", ["continuous", "static"])
+@pytest.mark.parametrize("backend", ["kernel", "reference"])
+def test_preview_reports_what_advance_will_without_moving_the_pool(small_costs, kind, backend):
+    def started():
+        pool = EnginePool(small_costs, 3, kind=kind, backend=backend)
+        pool.submit(np.arange(9), 12, long_tailed(9, 2, 20, 60), 0.0)
+        pool.advance(pool.next_event_time())
+        return pool
+
+    until = float(np.median(started().advance(math.inf).times))
+    pool = started()
+    clocks, outstanding = pool.stats().clock_s.copy(), pool.outstanding().copy()
+    seen = pool.preview(until)
+    assert np.array_equal(pool.stats().clock_s, clocks) and np.array_equal(pool.outstanding(), outstanding)
+    got = pool.advance(until)
+    assert len(got) > 1
+    for a, b in zip(seen, got):
+        assert np.array_equal(a, b)
+    # advancing only to a finish the preview showed stops right after it
+    cut = started().advance(got.times[0])
+    assert np.array_equal(cut.ids, got.ids[got.times <= got.times[0]])
+
+
+def test_once_idle_the_pool_takes_arrivals_at_its_last_finish(small_costs):
+    pool = EnginePool(small_costs, 2)
+    pool.submit(np.arange(4), 12, long_tailed(4, 3, 20, 60), 0.0)
+    events = pool.advance(1e9)
+    assert pool.outstanding().sum() == 0 and pool.now == events.times[-1]
+    pool.submit([9], 12, 10, events.times[-1])  # not 1e9: no engine ran past its last finish
+
+
 def test_submissions_cannot_go_back_in_time(small_costs):
     pool = EnginePool(small_costs)
     pool.submit([1], 10, 10, 1.0)

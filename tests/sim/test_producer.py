@@ -180,9 +180,6 @@ def test_batchwise_admission_takes_one_batch_at_a_time_once_the_engines_are_idle
     assert prod.dropped == {}
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "bug: fill() runs only at the end of a window, so the next batch starts up to "
-    "safe_window_s after the engines went idle (here exactly safe_window_s late)"))
 def test_batchwise_next_batch_starts_when_the_engines_go_idle():
     """One-step-off (staleness 1): batch 1 is allowed from the start, so it starts the moment
     batch 0's generation ends."""
@@ -258,9 +255,6 @@ def test_without_partial_rollout_an_update_waits_for_the_engines_to_drain(monkey
     assert log.arrival_of(2) >= log.finish[0] > at
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "bug: a pending update is applied, and new groups admitted, at the end of the window in "
-    "which the engines drained, up to safe_window_s after the drain (here exactly)"))
 def test_after_a_drain_the_new_version_and_new_work_start_at_the_drain(monkeypatch):
     script(monkeypatch, [2000, 10, 10])
     prod = make(tiny("async", staleness=1, partial=False, steps=3))
@@ -292,9 +286,6 @@ def test_dynamic_sampling_replaces_filtered_groups_round_after_round(monkeypatch
     assert prod.dropped == {FILTERED: 4}
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "bug: a DAPO group counts as filtered (and is replaced) when its generation ends, before "
-    "its rewards, which decide the filtering, are in"))
 def test_dynamic_sampling_replaces_a_group_only_once_its_rewards_are_in(monkeypatch):
     script(monkeypatch, [100, 100], filtered=[True, False])
     prod = make(tiny("disaggregated", staleness=0, partial=False, responses=2, steps=1,
@@ -305,6 +296,41 @@ def test_dynamic_sampling_replaces_a_group_only_once_its_rewards_are_in(monkeypa
     drive(prod)
     filtered_rewards_in = max(log.finish[0], log.finish[1]) + 5.0
     assert log.arrival_of(2) >= filtered_rewards_in - 1e-9
+
+
+def test_a_dynamic_sampling_round_replaces_its_filtered_groups_together(monkeypatch):
+    """Synchronous DAPO, two prompts per step, rewards of 5 s: round 1's groups (100 and 300
+    tokens) are both filtered out. Round 2 replaces both at once, when the later one's rewards
+    are in (verl filters a round's batch as a whole), not one group per round."""
+    script(monkeypatch, [100, 300, 100, 100], filtered=[True, True])
+    prod = make(tiny("disaggregated", staleness=0, partial=False, prompts=2, responses=2, steps=1,
+                     **{"algorithm.name": "dapo",
+                        "algorithm.dynamic_sampling": {"enabled": True, "zero_variance_fraction": 0.5},
+                        "reward": {"kind": "rule", "cpu_seconds": {"kind": "fixed", "value": 5.0}}}))
+    log = Log(prod)
+    drive(prod)
+    rounds = log.training()
+    assert [len(ids) for _, ids in rounds] == [4, 4]
+    assert rounds[1][0] == pytest.approx(max(log.finish[i] for i in range(4)) + 5.0, abs=1e-9)
+    assert prod.dropped == {FILTERED: 4}
+
+
+def test_streaming_replaces_a_filtered_group_the_moment_its_rewards_are_in(monkeypatch):
+    """Streaming DAPO (staleness 0, windows of TRAIN_S): A (100 tokens, filtered) and B (3000
+    tokens) start together; A's rewards take half a window. Its replacement C starts exactly when
+    they are in, while B is still generating, not at the end of the window around that instant."""
+    script(monkeypatch, [100, 3000, 100], filtered=[True, False, False])
+    prod = make(tiny("async", staleness=0, partial=True, prompts=2, responses=2, steps=1,
+                     **{"algorithm.name": "dapo",
+                        "algorithm.dynamic_sampling": {"enabled": True, "zero_variance_fraction": 0.5},
+                        "reward": {"kind": "rule", "cpu_seconds": {"kind": "fixed", "value": TRAIN_S / 2}}}))
+    log = Log(prod)
+    (ready,) = drive(prod)
+    rewards_in = max(log.finish[0], log.finish[1]) + TRAIN_S / 2
+    assert log.arrival_of(4) == pytest.approx(rewards_in, abs=1e-9)
+    assert log.finish[2] > rewards_in   # B was generating all along
+    assert sorted(ready.generated) == [100.0, 100.0, 3000.0, 3000.0]
+    assert prod.dropped == {FILTERED: 2}
 
 
 # ---------------------------------------------------------------------------- evaluation

@@ -74,6 +74,21 @@ class KernelBackend:
         k = counts[0]
         return ev_i[0, :k].copy(), ev_t[:k].copy(), ev_i[1, :k].copy()
 
+    def preview(self, which: np.ndarray, until: float) -> Triple:
+        """What :meth:`advance` would report, run on copies of the engines (state unchanged)."""
+        if which.size == 0:
+            return _empty_triple()
+        s = self.s
+        copies = [a[which] for a in (s.req, s.arrival, s.running, s.waiting, s.free_slots, s.eng, s.engf)]
+        n = int(s.outstanding()[which].sum()) + which.size + 1
+        ev_i, ev_t = np.empty((2, n), np.int64), np.empty(n, np.float64)
+        sp_e, sp_t, counts = self._span_buffers(n)
+        drivers.advance_engines(self.static, *copies, self.kc.tab, self.kc.cf, self.kc.params,
+                                np.arange(which.size, dtype=np.int64), float(until), ev_i, ev_t,
+                                sp_e, sp_t, counts)
+        k = counts[0]
+        return ev_i[0, :k].copy(), ev_t[:k].copy(), which[ev_i[1, :k]].astype(np.int64)
+
     def peek(self, which: np.ndarray) -> np.ndarray:
         out = np.empty(which.size, np.float64)
         if which.size:
@@ -129,6 +144,10 @@ class ReferenceBackend:
 
     def advance(self, which: np.ndarray, until: float) -> Triple:
         rows = [(i, t, e) for e in which for i, t in self.engines[e].advance(until)]
+        return self._triple(rows)
+
+    def preview(self, which: np.ndarray, until: float) -> Triple:
+        rows = [(i, t, e) for e in which for i, t in copy.deepcopy(self.engines[e]).advance(until)]
         return self._triple(rows)
 
     def peek(self, which: np.ndarray) -> np.ndarray:

@@ -155,6 +155,13 @@ class EnginePool:
         self._dirty[which] = True
         return events
 
+    def preview(self, until: float) -> Events:
+        """The finishes ``advance(until)`` would return, from copies of the engines that would
+        run; the pool itself does not move."""
+        busy = self.outstanding() > 0
+        which = np.flatnonzero(busy & (self._dirty | (self._next <= until)))
+        return _sorted(*self._backend.preview(which, until))
+
     def next_event_time(self) -> float:
         """When the earliest pending segment finishes if nothing else is submitted (inf: none)."""
         busy = self.outstanding() > 0

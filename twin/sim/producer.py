@@ -8,19 +8,30 @@ run ahead of the trainer's, never past the next weight update. It drives the eng
 (Numba kernels) in windows — never per token, never per request:
 
 * a window never crosses a pending tool return (a multi-turn trajectory re-enters the engine
-  then) nor a weight update;
+  then), a pending DAPO filter decision (a filtered group's last reward end: its replacement
+  starts then) nor a weight update;
+* a window ends when the engines go idle or finish draining for a weight update: at the last
+  finish it reports (no engine runs past its last finish, so work submitted then is exact);
+* with streaming admission, while a group DAPO will filter out is generating, the window is
+  first run on copies of the engines (:meth:`~twin.engine.EnginePool.preview`) and cut where
+  such a group's generation ends, so its rewards' end is known before any engine passes it;
 * while the trainer waits for data, windows are at most ``safe_window_s`` long — the least
   time a trainer step plus weight sync can take — so when the batch turns out to be ready
   inside a window, the update it leads to still lies beyond everything simulated;
 * finishes inside a window are handled together with array operations; new groups are
-  admitted (:meth:`~Producer.fill`) at the ends of windows and when weights arrive.
+  admitted (:meth:`~Producer.fill`) at the ends of windows and when weights arrive. The
+  admission rules change only at those instants (weights arrive, the engines go idle or
+  drain, a filtered group's rewards are in, a stale group is dropped), so no group starts
+  later than its rule allows.
 
 Admission follows AReaL's staleness rule: groups for step ``b`` may start only once the
 rollout holds weights of version ``b − staleness``; submitted groups ≤ (version + staleness
 + 1) × prompts_per_step, plus one for each group DAPO's dynamic sampling filtered out and one
-for each group dropped for staleness. Batchwise admission (no streaming) takes one step's
-groups at a time, only when the engines are idle. A group carries the version it was
-admitted under; with partial rollout an update interrupts generation, which continues under
+for each group dropped for staleness (a filtered group counts once its rewards are in: DAPO
+decides on their variance). Batchwise admission (no streaming) takes one step's groups at a
+time, only when the engines are idle (and, with DAPO, the filtered groups' rewards are in: a
+round's replacements start together, as in verl). A group carries the version it was admitted
+under; with partial rollout an update interrupts generation, which continues under
 the new weights, and the group keeps its admission version. Without partial rollout an
 update waits for the engines to drain, and nothing new is admitted meanwhile.
 
@@ -149,6 +160,8 @@ class Producer:
         self.turns = Growable(gen=np.float64, tool=np.float64, reply=np.float64)
         self.tool_returns_at = np.zeros(0)   # pending tool returns, sorted by time,
         self.tool_returns_id = np.zeros(0, np.int64)  # and the trajectories they return to
+        self.filters_due_at = np.zeros(0)    # DAPO filter decisions pending: when each filtered
+        self.filters_due_size = np.zeros(0, np.int64)  # group's last reward ends, its members
         self.dropped: dict[str, int] = {}    # trajectories, by reason
         self.eval_pending = 0
         self.eval_end = 0.0
@@ -167,8 +180,8 @@ class Producer:
         """Submit as many new groups as the staleness bound allows, at the current clock."""
         if self.pending_update is not None:
             return  # draining for a weight update: no new work until the engines are empty
-        if self.batchwise and self._busy():
-            return
+        if self.batchwise and (self._busy() or len(self.filters_due_at)):
+            return  # one round at a time: DAPO's next round waits for the last one's filtering
         n = self.allowed_groups()
         if self.batchwise:
             n = min(n, self.plan.algorithm.prompts_per_step)  # one batch at a time (verl one-step-off)
@@ -217,6 +230,8 @@ class Producer:
             window_end = until
             if len(self.tool_returns_at):
                 window_end = min(window_end, self.tool_returns_at[0])
+            if len(self.filters_due_at):
+                window_end = min(window_end, self.filters_due_at[0])
             if self.pending_update is not None and self.pending_update > self.clock:
                 window_end = min(window_end, self.pending_update)
             if self.tool_window < math.inf and self.pool.outstanding().sum() > 0:
@@ -227,14 +242,58 @@ class Producer:
                     window_end = min(window_end, max(self.clock, self.pool.next_event_time()))
             if window_end == math.inf and not self._busy():
                 break
+            window_end = self._until_filter_decided(window_end)
             events = self.pool.advance(window_end)
             self._finished(events.ids, events.times)
-            self.clock = max(self.clock, window_end if window_end < math.inf else self.pool.now)
+            if len(events) and not self._busy():
+                # The engines went idle (or drained) at their last finish: the window ends
+                # there. Nothing happened after it, and no engine has run past it.
+                self.clock = max(self.clock, float(events.times[-1]))
+            else:
+                self.clock = max(self.clock, window_end if window_end < math.inf else self.pool.now)
             self._release_returns()
+            self._release_filters()
             self._apply_update_if_due()
             if self.clock >= until or (until == math.inf and not self._busy()):
                 break
             self.fill()
+
+    def _until_filter_decided(self, window_end: float) -> float:
+        """Streaming admission replaces a group DAPO filters out once its rewards are in, which
+        may fall inside this window: end the window when such a group's generation ends (found
+        on copies of the engines), so that no engine runs past its rewards' end unseen."""
+        if self.batchwise or self.pending_update is not None:
+            return window_end  # no admission before the engines are idle anyway
+        groups = self.groups
+        n = groups.held
+        if not (groups.filtered[:n] & (groups.done[:n] < groups.size[:n])).any():
+            return window_end
+        events = self.pool.preview(window_end)
+        keep = events.ids < EVAL_ID_BASE
+        ids, times = events.ids[keep], events.times[keep]
+        traj = self.trajectories
+        rows = ids - traj.base
+        last_turn = traj.turn[rows] + 1 >= traj.turn_end[rows]
+        of, at = traj.group[rows[last_turn]] - groups.base, times[last_turn]
+        filtered = groups.filtered[of]
+        of, at = of[filtered], at[filtered]
+        if len(of) == 0:
+            return window_end
+        which, inverse, count = np.unique(of, return_inverse=True, return_counts=True)
+        ends = np.full(len(which), -math.inf)
+        np.maximum.at(ends, inverse, at)
+        complete = count == groups.size[which] - groups.done[which]
+        if not complete.any():
+            return window_end
+        return min(window_end, max(self.clock, float(ends[complete].min())))
+
+    def _release_filters(self, by: float | None = None) -> None:
+        """Filtered groups whose rewards are in by now (or ``by``): dropped, their places free."""
+        due = self.filters_due_at <= (self.clock if by is None else by)
+        if due.any():
+            self.filtered_groups += int(due.sum())
+            self._drop("filtered: rewards without variance (DAPO)", int(self.filters_due_size[due].sum()))
+            self.filters_due_at, self.filters_due_size = self.filters_due_at[~due], self.filters_due_size[~due]
 
     def _release_returns(self) -> None:
         due = self.tool_returns_at <= self.clock
@@ -292,10 +351,13 @@ class Producer:
         ends = traj.reward_end[members - traj.base]
         groups.last_member[complete] = members[np.arange(len(complete)), np.argmax(ends, axis=1)]
         groups.ready[complete] = ends.max(axis=1)
-        filtered = groups.filtered[complete]
-        if filtered.any():
-            self.filtered_groups += int(filtered.sum())
-            self._drop("filtered: rewards without variance (DAPO)", int(groups.size[complete[filtered]].sum()))
+        filtered = complete[groups.filtered[complete]]
+        if len(filtered):
+            # DAPO decides on the rewards' variance: the group is replaced once they are in.
+            at = np.r_[self.filters_due_at, groups.ready[filtered]]
+            order = np.argsort(at, kind="stable")
+            self.filters_due_at = at[order]
+            self.filters_due_size = np.r_[self.filters_due_size, groups.size[filtered]][order]
 
     def _members(self, groups: np.ndarray) -> np.ndarray:
         """Global trajectory ids of groups, a row per group: groups are laid out
@@ -353,13 +415,15 @@ class Producer:
                     continue
                 self.advance_to(min(t_ready, self.clock + self.safe_window_s))
                 continue
-            if not self._busy() and self.allowed_groups() <= 0 and self.pending_update is None:
+            if (not self._busy() and self.allowed_groups() <= 0 and self.pending_update is None
+                    and not len(self.filters_due_at)):
                 raise RuntimeError("rollout stalled: no work allowed and not enough groups ready")
             if self.safe_window_s == math.inf:
                 self.advance_to(math.inf)
             else:
                 nxt = min(self.pool.next_event_time(),
-                          self.tool_returns_at[0] if len(self.tool_returns_at) else math.inf)
+                          self.tool_returns_at[0] if len(self.tool_returns_at) else math.inf,
+                          self.filters_due_at[0] if len(self.filters_due_at) else math.inf)
                 self.advance_to(max(self.clock, nxt) + self.safe_window_s)
         groups.consumed[chosen] = True
         members = (self._members(chosen + groups.base) - traj.base).ravel()
@@ -408,6 +472,7 @@ class Producer:
     # ------------------------------------------------------------------ records
     def account_leftovers(self) -> None:
         """Trajectories the run made but never trained on (the tail of the last steps)."""
+        self._release_filters(math.inf)  # filter decisions the run did not wait for
         unused = ~self._final()
         if unused.any():
             self._drop("generated but not consumed before the run ended",
