@@ -154,7 +154,7 @@ def _heads_allow(ctx: _Context, tp: int) -> bool:
 def parse_vary(items: Iterable[str] | Mapping[str, Sequence[Any]] | None) -> dict[str, list[Any]]:
     """``["path=v1,v2", ...]`` (values read as YAML, as ``--set`` reads them; commas inside
     brackets or quotes do not split) or a mapping of paths to lists → path → values."""
-    from twin.config.load import parse_overrides
+    from twin.config.load import parse_overrides, split_top_level
 
     if not items:
         return {}
@@ -175,27 +175,8 @@ def parse_vary(items: Iterable[str] | Mapping[str, Sequence[Any]] | None) -> dic
         if path in out:
             raise InputError("the same field varied twice", field="--vary", value=item,
                              allowed="one --vary per field, all its values in it")
-        out[path] = [parse_overrides([f"{path}={v}"])[path] for v in _split_values(raw)]
+        out[path] = [parse_overrides([f"{path}={v}"])[path] for v in split_top_level(raw)]
     return out
-
-
-def _split_values(text: str) -> list[str]:
-    """``"1,2,{a: 1, b: 2}"`` → ``["1", "2", "{a: 1, b: 2}"]``: commas outside brackets and quotes."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
 
 
 def _owned(path: str, searched: str) -> bool:

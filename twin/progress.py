@@ -9,32 +9,29 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def progress_printer(total: int, stream=None, after_s: float = 1.0) -> Iterator:
-    """A ``progress(done, total, simulated_s)`` callback writing one updating line to stderr
-    (a line per 10% when stderr is not a terminal)."""
+def _status_line(stream, after_s: float, parts: int) -> Iterator:
+    """``show(text, done, total)``: one updating line on a terminal, else a line per 1/``parts``
+    of the work; nothing until ``after_s`` have passed (short runs stay quiet)."""
     stream = stream or sys.stderr
     start = time.monotonic()
     tty = stream.isatty()
-    state = {"shown": False, "last_decile": -1}
+    state = {"shown": False, "last_part": -1}
 
-    def progress(done: int, steps: int, simulated_s: float) -> None:
+    def show(text_of_elapsed, done: int, total: int) -> None:
         elapsed = time.monotonic() - start
-        if elapsed < after_s and done < steps:
+        if elapsed < after_s:
             return
-        if elapsed < after_s and not state["shown"]:
-            return
-        text = (f"simulating: step {done}/{steps}, {simulated_s / 3600:.2f} h simulated, "
-                f"{elapsed:.1f} s elapsed")
+        text = text_of_elapsed(elapsed)
         if tty:
-            stream.write("\r" + text)
-        elif done * 10 // steps != state["last_decile"]:
-            state["last_decile"] = done * 10 // steps
+            stream.write("\r" + text + "   ")
+        elif done * parts // max(total, 1) != state["last_part"]:
+            state["last_part"] = done * parts // max(total, 1)
             stream.write(text + "\n")
         state["shown"] = True
         stream.flush()
 
     try:
-        yield progress
+        yield show
     finally:
         if state["shown"] and tty:
             stream.write("\n")
@@ -42,34 +39,30 @@ def progress_printer(total: int, stream=None, after_s: float = 1.0) -> Iterator:
 
 
 @contextmanager
+def progress_printer(total: int, stream=None, after_s: float = 1.0) -> Iterator:
+    """A ``progress(done, total, simulated_s)`` callback writing one updating line to stderr
+    (a line per 10% when stderr is not a terminal)."""
+    with _status_line(stream, after_s, 10) as show:
+        def progress(done: int, steps: int, simulated_s: float) -> None:
+            show(lambda elapsed: f"simulating: step {done}/{steps}, {simulated_s / 3600:.2f} h simulated, "
+                                 f"{elapsed:.1f} s elapsed", done, steps)
+
+        yield progress
+
+
+@contextmanager
 def count_printer(label: str, stream=None, after_s: float = 1.0) -> Iterator:
     """A ``progress(done, total)`` callback for a batch of simulations: one updating line on
     stderr with the time left at the rate so far (a line per 25% when stderr is not a terminal)."""
-    stream = stream or sys.stderr
-    start = time.monotonic()
-    tty = stream.isatty()
-    state = {"shown": False, "last_quarter": -1}
+    with _status_line(stream, after_s, 4) as show:
+        def progress(done: int, total: int) -> None:
+            def text(elapsed: float) -> str:
+                left = f", ~{elapsed / done * (total - done):.0f} s left" if 0 < done < total else ""
+                return f"{label}: {done}/{total}, {elapsed:.0f} s elapsed{left}"
 
-    def progress(done: int, total: int) -> None:
-        elapsed = time.monotonic() - start
-        if elapsed < after_s:
-            return
-        left = elapsed / done * (total - done) if done else float("nan")
-        text = f"{label}: {done}/{total}, {elapsed:.0f} s elapsed" + (f", ~{left:.0f} s left" if done < total else "")
-        if tty:
-            stream.write("\r" + text + "   ")
-        elif done * 4 // total != state["last_quarter"]:
-            state["last_quarter"] = done * 4 // total
-            stream.write(text + "\n")
-        state["shown"] = True
-        stream.flush()
+            show(text, done, total)
 
-    try:
         yield progress
-    finally:
-        if state["shown"] and tty:
-            stream.write("\n")
-            stream.flush()
 
 
 def compile_notice(stream=None) -> None:

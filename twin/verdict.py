@@ -246,21 +246,9 @@ def resolve_pressures(specs: Iterable[PressureSpec] | None) -> list[Pressure]:
 def split_assignments(text: str) -> list[str]:
     """``"a.b=1,c.d={x: 1, y: 2}"`` -> ``["a.b=1", "c.d={x: 1, y: 2}"]``: commas split
     assignments only outside brackets and quotes, and only before another ``path=``."""
-    parts, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "[{(":
-            depth += 1
-        elif ch in "]})":
-            depth -= 1
-        elif ch == "," and depth == 0 and "=" in text[i + 1:].split(",", 1)[0]:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts]
+    from twin.config.load import split_top_level
+
+    return split_top_level(text, at=lambda rest: "=" in rest.split(",", 1)[0])
 
 
 @dataclass(frozen=True)

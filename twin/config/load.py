@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import yaml
@@ -93,6 +93,26 @@ def _live(typed: list[tuple[str, str]]) -> dict[str, str]:
             del out[earlier]
         out[key] = text
     return out
+
+
+def split_top_level(text: str, at: Callable[[str], bool] = lambda rest: True) -> list[str]:
+    """Split ``text`` at the commas outside brackets and quotes, where ``at(rest)`` holds for the
+    text after the comma: ``"1,{a: 1, b: 2}"`` → ``["1", "{a: 1, b: 2}"]``. Empty parts dropped."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0 and at(text[i + 1:]):
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
 
 
 def apply_overrides(data: dict, overrides: Mapping[str, object]) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from twin.errors import InputError
 from twin.frameworks import compose, shell
-from twin.frameworks.base import Builder, Imported, Importer, Knobs, ceil_div, resolve_model, scalar, workload
+from twin.frameworks.base import Builder, Imported, Importer, Knobs, ceil_div, resolve_model, workload
 
 VERSION = "0.3 (AReaL-lite experiment config: allocation_mode, rollout, gconfig, actor, 2025)"
 FORMS = ("<sglang|vllm>:d<N>[p1]t<N> + [fsdp:|megatron:]d<N>[p<N>]t<N>, or the older "
@@ -63,21 +63,7 @@ def read(paths: list[Path]) -> Knobs:
         if not found:
             raise InputError("the script runs no AReaL entry point", file=path,
                              allowed="a script running python3 -m areal.launcher.local train.py --config X.yaml key=value ...")
-        args = found[-1]
-        for i, arg in enumerate(args):
-            if arg.startswith("--config"):
-                name = arg.partition("=")[2] or (args[i + 1] if i + 1 < len(args) else "")
-                cfg = Path(name)
-                cfg = cfg if cfg.is_absolute() else path.parent / cfg
-                if not cfg.is_file():
-                    raise InputError("--config names a file that is not there", file=path, field="--config",
-                                     value=name, allowed=f"an existing AReaL YAML ({cfg})")
-                knobs.put_tree(compose.hydra(cfg), cfg)
-        for arg in args:
-            if "=" in arg and not arg.startswith("-"):
-                key, _, value = arg.lstrip("+").partition("=")
-                knobs.drop(key)
-                knobs.put(key, scalar(value) if shell.UNSET not in value else value, path)
+        knobs.put_launch_args(found[-1], path, compose.hydra, "AReaL")
     return knobs
 
 

@@ -79,6 +79,26 @@ class Knobs:
         for old in [k for k in self._values if k == key or k.startswith(key + ".")]:
             del self._values[old]
 
+    def put_launch_args(self, args: list[str], script: Path, load: Callable[[Path], dict], what: str) -> None:
+        """A launch script's ``--config FILE`` (loaded with ``load``, its path relative to the
+        script) and its ``key=value`` overrides on top, in that order (Hydra's and NeMo-RL's)."""
+        from twin.frameworks import shell
+
+        for i, arg in enumerate(args):
+            if arg.startswith("--config"):
+                name = arg.partition("=")[2] or (args[i + 1] if i + 1 < len(args) else "")
+                cfg = Path(name)
+                cfg = cfg if cfg.is_absolute() else script.parent / cfg
+                if not cfg.is_file():
+                    raise InputError("--config names a file that is not there", file=script, field="--config",
+                                     value=name, allowed=f"an existing {what} YAML ({cfg})")
+                self.put_tree(load(cfg), cfg)
+        for arg in args:
+            if "=" in arg and not arg.startswith("-"):
+                key, _, value = arg.lstrip("+").partition("=")
+                self.drop(key)
+                self.put(key, scalar(value) if shell.UNSET not in value else value, script)
+
     # ----------------------------------------------------------------- reading
     def __contains__(self, key: str) -> bool:
         return key in self._values

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from twin.errors import InputError
 from twin.frameworks import compose
-from twin.frameworks.base import Builder, Imported, Importer, Knobs, resolve_model, scalar, workload
+from twin.frameworks.base import Builder, Imported, Importer, Knobs, resolve_model, workload
 
 VERSION = "0.3 (examples/configs/grpo_math_1B.yaml key names and defaults, 2025)"
 BACKENDS = {"vllm": "continuous", "sglang": "continuous", "hf": "static"}
@@ -26,21 +26,7 @@ def read(paths: list[Path]) -> Knobs:
                 raise InputError("the script runs no NeMo-RL GRPO entry point", file=path,
                                  allowed="a script running examples/run_grpo_math.py (or another run_grpo*.py) "
                                  "with --config and key=value overrides, or a NeMo-RL YAML config")
-            _, args = found[-1]
-            for i, arg in enumerate(args):
-                if arg.startswith("--config"):
-                    name = arg.partition("=")[2] or (args[i + 1] if i + 1 < len(args) else "")
-                    cfg = Path(name)
-                    cfg = cfg if cfg.is_absolute() else path.parent / cfg
-                    if not cfg.is_file():
-                        raise InputError("--config names a file that is not there", file=path, field="--config",
-                                         value=name, allowed=f"an existing NeMo-RL YAML ({cfg})")
-                    knobs.put_tree(compose.inherit(cfg), cfg)
-            for arg in args:
-                if "=" in arg and not arg.startswith("-"):
-                    key, _, value = arg.lstrip("+").partition("=")
-                    knobs.drop(key)
-                    knobs.put(key, scalar(value) if shell.UNSET not in value else value, path)
+            knobs.put_launch_args(found[-1][1], path, compose.inherit, "NeMo-RL")
     return knobs
 
 
