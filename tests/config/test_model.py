@@ -176,3 +176,19 @@ def test_positions_stay_out_of_dumps_and_survive_revalidation():
     assert s.model.max_position_embeddings == 40960
     assert "max_position_embeddings" not in s.model_dump()["model"]  # reports stay as they were
     assert ModelArch(**resolve_model(s.model, "model")).max_position_embeddings == 40960
+
+
+def test_a_config_json_is_named_by_its_own_words_not_its_folder(tmp_path):
+    from twin.runner import plan
+
+    cfg = {"model_type": "qwen2", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+           "num_key_value_heads": 8, "intermediate_size": 4096, "vocab_size": 1000}
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    p = plan({"model": str(folder / "config.json")})
+    assert p.model.name.startswith("qwen2-") and p.model.name.endswith("b")  # model_type and size
+    (folder / "config.json").write_text(json.dumps({**cfg, "_name_or_path": "Qwen/Qwen2.5-32B"}))
+    assert plan({"model": str(folder / "config.json")}).model.name == "Qwen2.5-32B"
+    (folder / "my-model.json").write_text(json.dumps(cfg))
+    assert plan({"model": str(folder / "my-model.json")}).model.name == "my-model"

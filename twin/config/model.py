@@ -298,9 +298,9 @@ def hf_config_fields(cfg: dict, path: Path | str, extra: dict | None = None) -> 
     """
     path = Path(path)
     extra = extra or {}
-    fields = {**from_hf_config(cfg, name=path.parent.name or path.stem, source=str(path)), **extra}
+    fields = {**from_hf_config(cfg, name=path.stem, source=str(path)), **extra}
     try:
-        ModelArch.model_validate(fields)
+        arch = ModelArch.model_validate(fields)
     except ValidationError as exc:
         problems = []
         for e in exc.errors(include_url=False):
@@ -312,7 +312,23 @@ def hf_config_fields(cfg: dict, path: Path | str, extra: dict | None = None) -> 
             problems.append((_hf_key(cfg, loc), e["type"], _in_hf_words(message, cfg), e.get("input")))
         if problems:
             raise _hf_error(problems, path) from None
+        return fields
+    if "name" not in extra:
+        fields["name"] = hf_model_name(cfg, path, arch.total_params)
     return fields
+
+
+def hf_model_name(cfg: dict, path: Path, total_params: float) -> str:
+    """What to call a model read from a config.json: the hub id it was saved from
+    (``_name_or_path``), else the file's own name unless it is the generic ``config``, else its
+    ``model_type`` and size (``qwen2-32.8b``) — never the folder it happens to sit in."""
+    saved = str(cfg.get("_name_or_path") or "").rstrip("/")
+    if saved:
+        return saved.rsplit("/", 1)[-1]
+    if path.stem.lower() != "config":
+        return path.stem
+    size = total_params / 1e9
+    return f"{cfg.get('model_type') or 'model'}-{size:.3g}b"
 
 
 def _hf_error(problems: list[tuple], path: Path) -> InputError:

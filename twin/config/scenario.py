@@ -57,14 +57,16 @@ def _fill(model: Strict, values: dict) -> None:
 class Cluster(Strict):
     """Nodes of identical GPUs, an intra-node fabric and an inter-node network."""
 
-    nodes: Count = 1
-    gpus_per_node: int = Field(default=8, ge=1, le=72)
+    nodes: Count = Field(default=1, description="Nodes, each of gpus_per_node GPUs.")
+    gpus_per_node: int = Field(default=8, ge=1, le=72, description="GPUs per node (an engine's tp stays inside one).")
     gpu: DeviceProfile = Field(default="h100-sxm", validate_default=True,
                                description="GPU profile name or path.")
     host: HostProfile = Field(default="dgx-h100-host", validate_default=True,
                               description="Host (CPU side) profile name or path.")
-    intra_node_link: LinkProfile = Field(default="nvlink4", validate_default=True)
-    inter_node_link: LinkProfile = Field(default="ib-ndr400", validate_default=True)
+    intra_node_link: LinkProfile = Field(default="nvlink4", validate_default=True,
+                                         description="Link profile between the GPUs of a node.")
+    inter_node_link: LinkProfile = Field(default="ib-ndr400", validate_default=True,
+                                         description="Link profile between nodes (per NIC rail).")
     nics_per_node: Count = Field(default=8, description="Inter-node NICs (rails) per node.")
     host_cpu_cores: int | None = Field(
         default=None, ge=1, description="CPU cores per node; defaults to the host profile's."
@@ -124,7 +126,8 @@ class RolloutPlacement(Strict):
         description="Fraction of GPU memory the engine may take for weights + KV cache (vLLM 0.9).",
     )
     block_size: Count = Field(default=16, description="KV-cache block size in tokens (vLLM 16).")
-    router: Literal["round_robin", "least_loaded"] = "least_loaded"
+    router: Literal["round_robin", "least_loaded"] = Field(
+        default="least_loaded", description="How new requests pick an engine.")
     scheduling: Literal["overlapped", "synchronous"] = Field(
         default="overlapped",
         description="overlapped: the host schedules the next step while the GPU runs this one (vLLM async "
@@ -151,8 +154,8 @@ class TrainerPlacement(Strict):
 
     gpus: int | None = Field(default=None, ge=1,
                              description="GPUs for training; colocated: all GPUs; otherwise half.")
-    tp: Count = 1
-    pp: Count = 1
+    tp: Count = Field(default=1, description="Megatron tensor parallelism of the trainer.")
+    pp: Count = Field(default=1, description="Pipeline stages of the trainer (1F1B).")
     sp: Count = Field(
         default=1, description="Ulysses sequence parallelism (verl ulysses_sequence_parallel_size): each "
         "sequence's tokens split over sp GPUs, attention heads exchanged by all-to-all; data parallel "
@@ -194,7 +197,7 @@ class Placement(Strict):
 class DynamicSampling(Strict):
     """DAPO: drop groups whose rewards have no variance, generate more until the batch is full."""
 
-    enabled: bool = False
+    enabled: bool = Field(default=False, description="Filter zero-variance groups and generate more.")
     zero_variance_fraction: float = Field(
         default=0.0, ge=0, lt=1,
         description="Fraction of groups that are all-correct or all-wrong (filtered out).",
@@ -203,10 +206,10 @@ class DynamicSampling(Strict):
 
 
 class Algorithm(Strict):
-    name: Literal["grpo", "ppo", "dapo"] = "grpo"
-    prompts_per_step: Count = 512
+    name: Literal["grpo", "ppo", "dapo"] = Field(default="grpo", description="The RL algorithm; sets the defaults of reference, critic and dynamic sampling.")
+    prompts_per_step: Count = Field(default=512, description="Prompts per optimizer step (the batch, before responses_per_prompt).")
     responses_per_prompt: Count = Field(default=16, description="Group size (GRPO/DAPO); 1 for PPO.")
-    ppo_epochs: Count = 1
+    ppo_epochs: Count = Field(default=1, description="Passes over each step's experience.")
     minibatches: Count = Field(default=1, description="Optimizer steps per epoch.")
     old_logprob: bool = Field(default=True, description="Recompute old log-probs with the trainer.")
     reference: bool | None = Field(
@@ -280,7 +283,7 @@ class Workload(Strict):
         default=MATH_RESPONSES,
         description="Tokens generated per turn; its max is the engine's max response length.",
     )
-    multi_turn: MultiTurn | None = None
+    multi_turn: MultiTurn | None = Field(default=None, description="Tool calls between turns (agentic RL); none by default.")
 
     @field_validator("response_tokens")
     @classmethod
@@ -332,8 +335,8 @@ class WeightSync(Strict):
 
 class Evaluation(Strict):
     every_steps: int = Field(default=0, ge=0, description="0 disables periodic evaluation.")
-    prompts: int = Field(default=0, ge=0)
-    samples_per_prompt: Count = 1
+    prompts: int = Field(default=0, ge=0, description="Prompts per evaluation; 0 disables it.")
+    samples_per_prompt: Count = Field(default=1, description="Responses per evaluation prompt.")
 
     @model_validator(mode="after")
     def _sizes(self) -> Evaluation:
@@ -342,8 +345,8 @@ class Evaluation(Strict):
 
 
 class Run(Strict):
-    steps: Count = 10
-    seed: int = Field(default=0, ge=0)
+    steps: Count = Field(default=10, description="Optimizer steps to simulate (the first is left out of rates).")
+    seed: int = Field(default=0, ge=0, description="Seed of every random draw: same seed, same report.")
 
     @model_validator(mode="after")
     def _sizes(self) -> Run:
@@ -353,8 +356,8 @@ class Run(Strict):
 
 # --------------------------------------------------------------------------- scenario
 class Scenario(Strict):
-    name: str = "scenario"
-    description: str = ""
+    name: str = Field(default="scenario", description="Shown in reports.")
+    description: str = Field(default="", description="Free text, shown by twin check.")
     model: ModelArch = Field(description="Preset name, inline architecture, or config.json path.")
     cluster: Cluster = Field(default_factory=Cluster)
     placement: Placement = Field(default_factory=Placement)
