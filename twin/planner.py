@@ -31,6 +31,7 @@ from typing import Any
 
 from twin import runner
 from twin.errors import InputError, choices
+from twin.modes import MODES
 
 EXHAUSTIVE_LIMIT = 256     # feasible candidates simulated at full steps without screening
 FIRST_RUNG_STEPS = 3       # successive halving: steps of the first (cheapest) rung
@@ -263,7 +264,7 @@ class Ranked:
     def placement_words(self) -> str:
         """'async, 32 rollout / 32 trainer GPUs, engine tp 4, staleness 1'."""
         c, p = self.candidate, self.plan
-        gpus = (f"{p['rollout_gpus']} shared GPUs" if p["mode"] == "colocated"
+        gpus = (f"{p['rollout_gpus']} shared GPUs" if MODES[p["mode"]].shares_gpus
                 else f"{p['rollout_gpus']} rollout / {p['trainer_gpus']} trainer GPUs")
         return f"{c.label}, {gpus}, engine tp {c.tp}, staleness {c.staleness}"
 
@@ -393,7 +394,7 @@ class PlanResult:
             d = r.to_dict()
             util = d["binding_utilization"]
             link = f"{d['binding_link']} ({util * 100:.0f}%)" if util is not None else str(d["binding_link"])
-            shared = d["mode"] == "colocated"
+            shared = MODES[d["mode"]].shares_gpus
             line = (f"{d['rank']:4d}  {r.candidate.label:15s} {d['rollout_gpus']:7d} "
                     f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} "
                     f"{d['staleness']:5d} {d['step_time_s']:9.1f} {d['useful_trajectories_per_hour']:11,.0f} "
