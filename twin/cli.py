@@ -130,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
                           "source; re-simulates each figure ~16 times)")
     _plan_parser(sub, scenario_args)
     _import_parser(sub)
+    _fit_parser(sub)
     sub.add_parser("tui", add_help=False, help="the interactive capacity planner (needs rltwin[tui])")
     sub.add_parser("calibrate", add_help=False,
                    help="measure this CPU or GPU into a hardware profile (twin calibrate --help)")
@@ -191,6 +192,8 @@ def _main(argv: list[str]) -> int:
         return _list()
     if args.command == "import":
         return _import(args)
+    if args.command == "fit":
+        return _fit(args)
     parser.print_help()
     return 0
 
@@ -518,6 +521,32 @@ def _plan(args) -> int:
             print(f"best written to {args.out}")
     outputs.commit({"--json": text, "--out": result.best_yaml() if args.out else None})
     return 0
+
+
+def _fit_parser(sub) -> None:
+    fit = sub.add_parser(
+        "fit", help="response/prompt length distributions fitted from a run's logs (verl, TRL, W&B CSV, JSONL)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Read a run's per-step length summaries (mean, max, min, clip ratio) and fit, per "
+        "window of steps and overall, a lognormal clipped at the max length; print its mean, p50, p90 "
+        "and max with the keys each came from. --out writes the last window's fit (the steady state) "
+        "into --scenario S, or a workload fragment without it; --case writes the run's own timings as "
+        "a validation case (twin validate CASE.yaml). See docs/fit.md.")
+    fit.add_argument("logs", nargs="+", metavar="LOG", help="log files (joined in step order)")
+    fit.add_argument("--format", choices=None, default=None, metavar="verl|trl|wandb-csv|jsonl",
+                     help="the logs' format (default: detected from each file's name and shape)")
+    fit.add_argument("--scenario", metavar="S", help="a built-in scenario or YAML file to fit into")
+    fit.add_argument("--window", type=int, default=None, metavar="N",
+                     help="steps per window (default: the log in 4 windows)")
+    fit.add_argument("--out", metavar="FITTED.yaml", help="write the fitted scenario (or workload fragment)")
+    fit.add_argument("--case", metavar="CASE.yaml", help="with --scenario: the log's timings as a validation case")
+    fit.add_argument("--json", dest="json_path", metavar="PATH|-", help="also write the fit as JSON")
+
+
+def _fit(args) -> int:
+    from twin.fit.command import main as fit_main
+
+    return fit_main(args)
 
 
 if __name__ == "__main__":

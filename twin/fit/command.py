@@ -1,0 +1,178 @@
+"""``twin fit LOG...``: the report, the fitted scenario (``--out``) and the validation case (``--case``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from twin.errors import InputError
+from twin.fit import fit_log, read_logs
+from twin.fit.logs import TIMINGS
+from twin.output import Outputs
+
+TOLERANCE = 0.2
+
+
+def _absolute_paths(data: Any, base: Path) -> Any:
+    """Relative file references in a scenario (a model config, a histogram) made absolute, so that
+    the fitted scenario works wherever it is written, and inline in a case file."""
+    from twin.config.registry import looks_like_path
+
+    if isinstance(data, dict):
+        return {k: _absolute_paths(v, base) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_absolute_paths(v, base) for v in data]
+    if isinstance(data, str) and looks_like_path(data) and not Path(data).expanduser().is_absolute():
+        candidate = base / data
+        if candidate.exists():
+            return str(candidate.resolve())
+    return data
+
+
+def _scenario(ref: str) -> tuple[dict, Any, str]:
+    """(raw data with paths made absolute, the validated scenario, its name as given)."""
+    from twin.config.io import read_mapping
+    from twin.config.load import load_scenario, scenario_path
+
+    path = scenario_path(ref)
+    data = _absolute_paths(read_mapping(path), path.parent.resolve())
+    return data, load_scenario(ref), ref
+
+
+def _fmt(x: float | None, digits: int = 0) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def _render(result: dict, what: str) -> list[str]:
+    rows = [(f"window {i + 1}", w) for i, w in enumerate(result["windows"])] + [("overall", result["overall"])]
+    if all(r[what] is None for _, r in rows):
+        return []
+    lines = [f"{what + ' length (tokens)':24s}{'steps':>11s} {'mean':>8s} {'p50':>8s} {'p90':>8s} {'max':>8s} "
+             f"{'sigma':>6s} {'clip':>6s}   observed mean/max"]
+    for name, r in rows:
+        f = r[what]
+        if f is None:
+            lines.append(f"  {name:21s} {r['steps'][0]:>5d}-{r['steps'][1]:<5d} (no {what} lengths logged)")
+            continue
+        fit, obs = f["fitted"], f["observed"]
+        lines.append(f"  {name:21s} {r['steps'][0]:>5d}-{r['steps'][1]:<5d} {_fmt(fit['mean']):>8s} {_fmt(fit['p50']):>8s} "
+                     f"{_fmt(fit['p90']):>8s} {_fmt(fit['max']):>8s} {fit['sigma']:6.3f} {fit['clip_ratio']:6.3f}   "
+                     f"{_fmt(obs['mean'])}/{_fmt(obs['max'])}" + (f"  note: {f['note']}" if f.get("note") else ""))
+    last = result["windows"][-1][what] or result["overall"][what]
+    lines.append("  from (last window): " + "; ".join(f"{k}: {v}" for k, v in last["from"].items()))
+    return lines
+
+
+def render(result: dict) -> str:
+    lines = [f"{f}: read as {how}" for f, how in zip(result["files"], result["formats"])]
+    o = result["overall"]
+    size = f"windows of {result['window']} steps" if result["window"] else "the log in 4 windows"
+    lines.append(f"{o['n_steps']} steps logged ({o['steps'][0]}..{o['steps'][1]}), {size}; "
+                 "fitted: a lognormal clipped at the max length (docs/fit.md)")
+    lines.append("")
+    lines += _render(result, "response")
+    prompt = _render(result, "prompt")
+    if prompt:
+        lines += [""] + prompt
+    t = result["windows"][-1]["timings"]
+    if t:
+        lines += ["", "timings, mean over the last window: " + ", ".join(
+            f"{k} {v['mean']:.4g} s (twin: {v['metric']})" for k, v in t.items())]
+    return "\n".join(lines)
+
+
+def _workload(last: dict) -> dict:
+    workload = {"response_tokens": last["response"]["distribution"]}
+    if last["prompt"] is not None:
+        workload["prompt_tokens"] = last["prompt"]["distribution"]
+    return workload
+
+
+def _dump(data: dict) -> str:
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True)
+
+
+def main(args) -> int:
+    outputs = Outputs()
+    outputs.add("--json", args.json_path, stdout=True)
+    outputs.add("--out", args.out)
+    outputs.add("--case", args.case)
+    if args.case and not args.scenario:
+        raise InputError("--case needs --scenario (the case's base is the fitted scenario)", field="--case",
+                         value=args.case)
+    log = read_logs(args.logs, args.format)
+    data = scenario = None
+    if args.scenario:
+        data, scenario, _ = _scenario(args.scenario)
+    wl = scenario.workload if scenario else None
+    result = fit_log(log, args.window,
+                     response_cap=wl.response_tokens.upper_bound() if wl else None,
+                     prompt_cap=(wl.prompt_tokens.upper_bound() if wl and wl.prompt_tokens.upper_bound() < float("inf")
+                                 else None),
+                     batch=scenario.algorithm.prompts_per_step * scenario.algorithm.responses_per_prompt
+                     if scenario else None,
+                     prompts=scenario.algorithm.prompts_per_step if scenario else None)
+    last = result["windows"][-1]
+    span = f"steps {last['steps'][0]}-{last['steps'][1]}"
+    texts: dict[str, str | None] = {"--json": None, "--out": None, "--case": None}
+    notes = []
+    header = (f"# Fitted by `twin fit` from {', '.join(log.files)}: workload lengths of the LAST window "
+              f"({span}), the steady state a capacity plan is about")
+    if args.scenario:
+        from twin.config.load import apply_overrides, load_scenario
+
+        fitted = apply_overrides(data, {f"workload.{k}": v for k, v in _workload(last).items()})
+        load_scenario(fitted)  # the fitted scenario must be one `twin check` accepts
+        what = "workload.response_tokens" + (" and workload.prompt_tokens" if last["prompt"] else "")
+        if args.out:
+            texts["--out"] = header + f"\n# Scenario {args.scenario} with {what} replaced.\n" + _dump(fitted)
+            notes.append(f"wrote {args.out}: {args.scenario} with {what} from the last window ({span}), "
+                         "the steady state a capacity plan is about")
+        if args.case:
+            texts["--case"] = _case(args, log, last, fitted, span)
+            notes.append(f"wrote {args.case}: the run's own timings over {span} as a validation case "
+                         f"(twin validate {args.case})")
+    elif args.out:
+        from twin.config.load import load_scenario
+
+        load_scenario({"workload": _workload(last)})
+        texts["--out"] = (header + "\n# A fragment: merge it into a scenario, or give --scenario S.\n"
+                          + _dump({"workload": _workload(last)}))
+        notes.append(f"wrote {args.out}: the workload alone, from the last window ({span}); "
+                     "give --scenario S for a whole scenario")
+    text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+    if args.json_path == "-":
+        sys.stdout.write(text)
+    else:
+        print(render(result))
+        texts["--json"] = text if args.json_path else None
+    outputs.commit(texts)
+    for note in notes:
+        print(note, file=sys.stderr if args.json_path == "-" else sys.stdout)
+    return 0
+
+
+def _case(args, log, last: dict, fitted: dict, span: str) -> str:
+    expected, used = {}, []
+    for key, t in last["timings"].items():
+        if t["mean"] > 0 and t["metric"] not in expected:
+            expected[t["metric"]] = round(t["mean"], 4)
+            used.append(f"{key} -> {t['metric']}")
+    if not expected:
+        raise InputError("the log's last window holds no timing the twin predicts", field="--case",
+                         value=span, allowed="per-step " + ", ".join(TIMINGS))
+    case = {
+        "source": f"run log {', '.join(Path(f).name for f in log.files)} ({span})",
+        "reference": ", ".join(log.files),
+        "tolerance": TOLERANCE,
+        "assumptions": (f"Written by `twin fit --scenario {args.scenario}`: the base is that scenario with the "
+                        f"workload lengths fitted on the log's last window ({span}); expected: the log's own "
+                        f"timings, each the mean over that window ({'; '.join(used)})."),
+        "base": fitted,
+        "cases": [{"name": span, "expected": expected}],
+    }
+    return f"# Written by `twin fit`: the team's own run as a validation case.\n" + _dump(case)
