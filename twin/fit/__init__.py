@@ -46,7 +46,7 @@ def _geomean(values: list[float]) -> float | None:
 
 
 def fit_lengths(steps: list[Step], table: dict, *, cap_hint: float | None, batch: int | None,
-                what: str) -> dict | None:
+                what: str, log_max: float | None = None) -> dict | None:
     """One window's lengths (``table``: RESPONSE or PROMPT) as a fitted clipped lognormal, with
     what was observed and which key every figure came from; None when the mean is not logged."""
     mean_key, means = _gather(steps, table, "mean")
@@ -66,7 +66,9 @@ def fit_lengths(steps: list[Step], table: dict, *, cap_hint: float | None, batch
         cap, cap_from = cap_hint, "the scenario's max length" + (f" (the log's longest: {observed_max:g})"
                                                                    if observed_max is not None else "")
     elif observed_max is not None:
-        cap, cap_from = observed_max, f"{max_key} (the longest observed; no scenario gives the max length)"
+        cap = max(observed_max, log_max or 0.0)
+        cap_from = f"{max_key} (the longest in the whole log; " + (
+            "no scenario gives the max length)" if what == "response" else "no clip ratio says a prompt was cut)")
     else:
         cap, cap_from = None, "none"
     n = batch or DEFAULT_BATCH
@@ -106,12 +108,17 @@ def timings(steps: list[Step]) -> dict[str, dict]:
 
 
 def fit_log(log: Log, window: int | None = None, *, response_cap: float | None = None,
-            prompt_cap: float | None = None, batch: int | None = None, prompts: int | None = None) -> dict:
+            batch: int | None = None, prompts: int | None = None) -> dict:
     """Every window and the whole log fitted: the data ``twin fit --json`` writes."""
+    longest = {what: max(_gather(log.steps, table, "max")[1], default=None)
+               for what, table in (("response", RESPONSE), ("prompt", PROMPT))}
+
     def one(steps: list[Step]) -> dict:
         return {"steps": [steps[0].step, steps[-1].step], "n_steps": len(steps),
-                "response": fit_lengths(steps, RESPONSE, cap_hint=response_cap, batch=batch, what="response"),
-                "prompt": fit_lengths(steps, PROMPT, cap_hint=prompt_cap, batch=prompts, what="prompt"),
+                "response": fit_lengths(steps, RESPONSE, cap_hint=response_cap, batch=batch, what="response",
+                                        log_max=longest["response"]),
+                "prompt": fit_lengths(steps, PROMPT, cap_hint=None, batch=prompts, what="prompt",
+                                      log_max=longest["prompt"]),
                 "timings": timings(steps)}
 
     return {"files": log.files, "formats": log.formats, "window": window,

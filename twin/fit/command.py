@@ -51,7 +51,7 @@ def _render(result: dict, what: str) -> list[str]:
     rows = [(f"window {i + 1}", w) for i, w in enumerate(result["windows"])] + [("overall", result["overall"])]
     if all(r[what] is None for _, r in rows):
         return []
-    lines = [f"{what + ' length (tokens)':24s}{'steps':>11s} {'mean':>8s} {'p50':>8s} {'p90':>8s} {'max':>8s} "
+    lines = [f"{what + ' length (tokens)':26s}{'steps':>9s} {'mean':>8s} {'p50':>8s} {'p90':>8s} {'max':>8s} "
              f"{'sigma':>6s} {'clip':>6s}   observed mean/max"]
     for name, r in rows:
         f = r[what]
@@ -104,6 +104,8 @@ def main(args) -> int:
     if args.case and not args.scenario:
         raise InputError("--case needs --scenario (the case's base is the fitted scenario)", field="--case",
                          value=args.case)
+    if args.window is not None and args.window < 1:
+        raise InputError("a window must hold at least 1 step", field="--window", value=args.window)
     log = read_logs(args.logs, args.format)
     data = scenario = None
     if args.scenario:
@@ -111,8 +113,6 @@ def main(args) -> int:
     wl = scenario.workload if scenario else None
     result = fit_log(log, args.window,
                      response_cap=wl.response_tokens.upper_bound() if wl else None,
-                     prompt_cap=(wl.prompt_tokens.upper_bound() if wl and wl.prompt_tokens.upper_bound() < float("inf")
-                                 else None),
                      batch=scenario.algorithm.prompts_per_step * scenario.algorithm.responses_per_prompt
                      if scenario else None,
                      prompts=scenario.algorithm.prompts_per_step if scenario else None)
