@@ -26,7 +26,7 @@ def windows(steps: list[Step], size: int | None) -> list[list[Step]]:
             raise InputError("a window must hold at least 1 step", field="--window", value=size)
         return [steps[i:i + size] for i in range(0, len(steps), size)]
     k = min(4, len(steps))
-    bounds = [round(i * len(steps) / k) for i in range(k + 1)]
+    bounds = [i * len(steps) // k for i in range(k + 1)]
     return [steps[bounds[i]:bounds[i + 1]] for i in range(k)]
 
 

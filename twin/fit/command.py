@@ -139,7 +139,7 @@ def main(args) -> int:
     elif args.out:
         from twin.config.load import load_scenario
 
-        load_scenario({"workload": _workload(last)})
+        load_scenario(None, {"workload": _workload(last)})  # valid in the default scenario
         texts["--out"] = (header + "\n# A fragment: merge it into a scenario, or give --scenario S.\n"
                           + _dump({"workload": _workload(last)}))
         notes.append(f"wrote {args.out}: the workload alone, from the last window ({span}); "

@@ -112,7 +112,7 @@ def _number(raw: object, file: Path, where: str, key: str) -> float:
 def _record(values: dict[str, object], step: object, file: Path, where: str) -> Step | None:
     """The figures ``twin fit`` uses out of one logged record, or None when it holds none of
     the response-length keys."""
-    picked = {_canonical(k): v for k, v in values.items() if _canonical(k) in KNOWN}
+    picked = {_canonical(k): v for k, v in values.items() if _canonical(k) in KNOWN and v is not None and v != ""}
     if not any(k in picked for keys in RESPONSE.values() for k in keys):
         return None
     if not any(k in picked for k in RESPONSE["mean"]):
@@ -125,8 +125,7 @@ def _record(values: dict[str, object], step: object, file: Path, where: str) -> 
     number = _number(step, file, where, "step")
     if number != int(number):
         raise InputError("a step must be a whole number", file=file, field=f"{where}: step", value=step)
-    return Step(int(number), where, {k: _number(v, file, where, k) for k, v in picked.items()
-                                     if v is not None and v != ""})
+    return Step(int(number), where, {k: _number(v, file, where, k) for k, v in picked.items()})
 
 
 def _lines(path: Path):
