@@ -14,7 +14,9 @@ which leaves the mean a function of ``s`` alone, falling from ``cap`` (s -> 0) t
 not logged), ``s`` comes from the spread of a step's lengths: the max and min of ``n``
 draws lie about ``e_n`` standard deviations either side of the median (``e_n`` the expected
 largest of ``n`` standard normals, Blom's approximation), so ``s = ln(max/min) / (2 e_n)``; with
-the max alone, ``ln(max/mean) = s e_n - s^2/2``; with neither, :data:`DEFAULT_SIGMA`. Then
+the max alone, ``ln(max/mean) = s e_n - s^2/2``. A max at the cap is clipped, not a draw: then
+the min alone, ``mu = ln(min) + s e_n``, with ``s`` matching the mean. With none of these,
+:data:`DEFAULT_SIGMA`. Then
 ``mu`` is set so that the clipped mean matches the logged one. docs/fit.md measures how well
 this recovers known distributions.
 """
@@ -150,9 +152,24 @@ def fit(mean: float, cap: float | None, clip_ratio: float | None = None, *, max_
         s = SIGMA_RANGE[0]
         mu, _ = _mu_for_mean(cap if cap is not None else mean, s, cap)
         return Fitted(math.exp(mu), s, cap, "every response clipped (clip ratio 1)")
-    spread = sigma_from_spread(mean, max_, min_, batch)
+    censored = cap is not None and max_ is not None and max_ >= cap - 0.5  # every step's longest at the cap
+    if censored and min_ is not None and 0 < min_ < mean < cap:
+        # The max is the cap, not a draw: the shortest of n draws lies e_n sds below the median.
+        e, lm = expected_extreme(batch), math.log(min_)
+
+        def gap(s: float) -> float:
+            return clipped_mean(lm + s * e, s, cap) - mean
+
+        lo, hi = SIGMA_RANGE
+        if gap(lo) < 0 < gap(hi):
+            s = _bisect(gap, lo, hi)
+            return Fitted(math.exp(lm + s * e), s, cap, f"the min against the mean of {batch} lengths per step "
+                          "(the max is at the cap: clipped, no clip ratio logged)")
+    spread = None if censored else sigma_from_spread(mean, max_, min_, batch)
     if spread is None:
-        s, how = default_sigma, f"the default {default_sigma} (no clip ratio, min or max logged)"
+        s, how = default_sigma, f"the default {default_sigma} (" + (
+            "no clip ratio or min logged, and the max is at the cap" if censored
+            else "no clip ratio, min or max logged") + ")"
     else:
         s, how = spread
     mu, note = _mu_for_mean(mean, s, cap)
