@@ -9,7 +9,6 @@ report, the fitted scenario and the validation case. See docs/fit.md.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from twin.errors import InputError
 from twin.fit.lognormal import DEFAULT_BATCH, Fitted, fit

@@ -175,4 +175,4 @@ def _case(args, log, last: dict, fitted: dict, span: str) -> str:
         "base": fitted,
         "cases": [{"name": span, "expected": expected}],
     }
-    return f"# Written by `twin fit`: the team's own run as a validation case.\n" + _dump(case)
+    return "# Written by `twin fit`: the team's own run as a validation case.\n" + _dump(case)
