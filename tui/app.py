@@ -214,8 +214,8 @@ class TwinApp(App[int]):
             self.action_run()
 
     def action_cancel(self) -> None:
-        """esc: cancel the simulation in progress; with none, leave a text field, so that
-        the one-key shortcuts (tabs, r, x…) work again."""
+        """esc: cancel the simulation in progress; with none, leave a text field or the
+        what-if form, so that the one-key shortcuts (tabs, r, x…) work again."""
         if self.job is None:
             if isinstance(self.focused, (Input, TextArea)) or self._in_form():
                 self.set_focus(None)
