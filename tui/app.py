@@ -8,8 +8,10 @@ cancelled (esc), so the interface never waits on the simulator.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -19,7 +21,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.markup import escape
 from textual.message import Message
-from textual.widgets import Footer, Header, Input, TabbedContent, TabPane
+from textual.widgets import Footer, Header, Input, TabbedContent, TabPane, TextArea
 
 from twin.config.load import parse_overrides, scenario_path
 from twin.errors import InputError
@@ -41,6 +43,9 @@ TAB_TITLES = ("1 Scenarios", "2 Loop", "3 Verdict", "4 Replay", "5 What-if", "6 
 # The widget that takes the keys when a tab is shown.
 TAB_FOCUS = {"picker": "#picker-list", "loop": "LoopView", "verdict": "#verdict-links",
              "replay": "ReplayView", "whatif": "#whatif-placement-rollout-gpus", "compare": "#compare-a"}
+# Results kept per resolved scenario, so that one already simulated in this session (the
+# baseline as Compare's A, a what-if tried again) is shown at once instead of re-simulated.
+CACHE_SIZE = 16
 
 
 @dataclass
@@ -78,6 +83,8 @@ class TwinApp(App[int]):
         Binding("question_mark", "help", "Help"),
         Binding("r", "run", "Run"),
         Binding("escape", "cancel", "Cancel", show=False),
+        # Only where the focused widget has no use for enter (a list, a field and a select do).
+        Binding("enter", "enter", "Run", show=False),
         Binding("x", "export", "Export"),
         Binding("g", "gains", "Gains", show=False),
         Binding("t", "toggle_theme", "Theme"),
@@ -103,6 +110,10 @@ class TwinApp(App[int]):
         self.baseline_request: RunRequest | None = None
         self.whatif = None                        # the latest what-if Report
         self.whatif_request: RunRequest | None = None
+        # Resolved scenario (JSON) → report, the least recently used dropped first; the
+        # worker thread reads and fills it, hence the lock.
+        self.results: OrderedDict[str, Any] = OrderedDict()
+        self._results_lock = threading.Lock()
         if theme:
             self.theme = theme
 
@@ -127,11 +138,37 @@ class TwinApp(App[int]):
     def active_tab(self) -> str:
         return self.query_one(TabbedContent).active
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Digits are text while a text field has the keys, never a tab switch.
+        if action == "tab" and isinstance(self.focused, (Input, TextArea)):
+            return False
+        return True
+
     def action_tab(self, tab: str) -> None:
+        """A digit key: show its tab, unless the keys are in the what-if form (on its mode,
+        its result): digits typed there are meant for the form, and an enter after them
+        must not run the picker's scenario. esc leaves the form, then digits switch tabs."""
+        if self._in_form():
+            self.notify("Digits are for the form here: esc leaves it, then 1–6 switch tabs.",
+                        timeout=4)
+            return
+        self.show_tab(tab)
+
+    def _in_form(self) -> bool:
+        """Whether the keys are in the what-if form (a field, the mode, the result beside)."""
+        focused = self.focused
+        return focused is not None and self.query_one(WhatIfForm) in focused.ancestors
+
+    def show_tab(self, tab: str) -> None:
         # Drop focus first: a focused widget in the pane being hidden would hand focus to its
         # neighbour in that pane, and TabbedContent follows focus back to the old tab.
         self.set_focus(None)
         self.query_one(TabbedContent).active = tab
+
+    def on_scenario_picker_opened(self, message: ScenarioPicker.Opened) -> None:
+        if message.ref not in self.refs:
+            self.refs.append(message.ref)
+        self.query_one(CompareView).set_refs(self.refs)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.call_after_refresh(self._focus_tab, event.pane.id)
@@ -170,11 +207,17 @@ class TwinApp(App[int]):
         else:
             self.run_baseline(self.baseline_request)
 
+    def action_enter(self) -> None:
+        """enter on no widget that takes it (after esc, on the what-if result): the what-if
+        tab's run, or Compare's; never the picker's scenario from another tab."""
+        if self.screen is self.default_screen and self.active_tab in ("whatif", "compare"):
+            self.action_run()
+
     def action_cancel(self) -> None:
-        """esc: cancel the simulation in progress; with none, leave a text field, so that
-        the one-key shortcuts (tabs, r, x…) work again."""
+        """esc: cancel the simulation in progress; with none, leave a text field or the
+        what-if form, so that the one-key shortcuts (tabs, r, x…) work again."""
         if self.job is None:
-            if isinstance(self.focused, Input):
+            if isinstance(self.focused, (Input, TextArea)) or self._in_form():
                 self.set_focus(None)
             return
         self.job.cancel.set()
@@ -246,7 +289,7 @@ class TwinApp(App[int]):
                     results.append(self.sensitivity(request, job.base))
                     continue
                 report = partial(self._report_progress, job, request.ref)
-                results.append(self.simulate(request, cancellable(report, job.cancel)))
+                results.append(self._simulate(request, cancellable(report, job.cancel)))
         except Cancelled:
             self.post_message(JobEnded(job, cancelled=True))
         except InputError as exc:
@@ -255,6 +298,21 @@ class TwinApp(App[int]):
             self.post_message(JobEnded(job, error=f"{type(exc).__name__}: {exc}"))
         else:
             self.post_message(JobEnded(job, results=results))
+
+    def _simulate(self, request: RunRequest, progress) -> Any:
+        """The report of ``request``: from :attr:`results` when the same resolved scenario was
+        simulated in this session, else simulated (in the worker thread) and kept."""
+        key = json.dumps(load(request).model_dump(mode="json"), sort_keys=True)
+        with self._results_lock:
+            if key in self.results:
+                self.results.move_to_end(key)
+                return self.results[key]
+        report = self.simulate(request, progress)
+        with self._results_lock:
+            self.results[key] = report
+            while len(self.results) > CACHE_SIZE:
+                self.results.popitem(last=False)
+        return report
 
     def _report_progress(self, job: Job, label: str, done: int, total: int, simulated_s: float) -> None:
         self.post_message(JobProgress(job, label, done, total, simulated_s))
@@ -308,7 +366,7 @@ class TwinApp(App[int]):
         self.query_one(RunStatus).finished(
             f"[$success]✓[/] {escape(request.ref)}: {binds}step {data['step_time_s']:,.1f} s "
             "[$text-muted]· tabs 2–6[/]")
-        self.action_tab("loop")
+        self.show_tab("loop")
 
     async def _show_whatif(self, job: Job, results: list) -> None:
         self.whatif, self.whatif_request = results[0], job.requests[0]
@@ -332,7 +390,7 @@ class TwinApp(App[int]):
         self.query_one(LoopView).show(data)
         self.query_one(VerdictView).show(data)
         self.query_one(RunStatus).finished("[$success]✓[/] marginal gains measured")
-        self.action_tab("verdict")
+        self.show_tab("verdict")
 
     def on_unmount(self) -> None:
         if self.job is not None:  # let the worker thread end at its next step

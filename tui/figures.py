@@ -148,7 +148,11 @@ class Metric:
     label: str
     value: Callable[[dict[str, Any]], Any]
     fmt: Callable[[Any], str]
-    better: str | None  # "higher", "lower", or None when a change is neither
+    # "higher" or "lower" for the objective (useful experience per hour, step time), the
+    # only changes judged ✓ / ✗; None for figures that inform (tokens/s, GPUs, how busy a
+    # pool is): a busier trainer is not better in itself.
+    better: str | None = None
+    points: bool = False  # a fraction: its change is shown in percentage points
 
 
 def _util(role: str) -> Callable[[dict[str, Any]], float | None]:
@@ -161,18 +165,22 @@ def _binding_share(d: dict[str, Any]) -> float | None:
 
 METRICS = (
     Metric("step time", lambda d: d["step_time_s"], lambda v: f"{v:,.1f} s", "lower"),
-    Metric("tokens/s", lambda d: d["throughput"]["tokens_per_s"], lambda v: f"{v:,.0f}", "higher"),
-    Metric("tokens/s/GPU", lambda d: d["throughput"]["tokens_per_s_per_gpu"], lambda v: f"{v:,.0f}", "higher"),
-    Metric("traj/h", lambda d: d["throughput"]["trajectories_per_hour"], lambda v: f"{v:,.0f}", "higher"),
+    Metric("tokens/s", lambda d: d["throughput"]["tokens_per_s"], lambda v: f"{v:,.0f}"),
+    Metric("tokens/s/GPU", lambda d: d["throughput"]["tokens_per_s_per_gpu"], lambda v: f"{v:,.0f}"),
+    Metric("traj/h", lambda d: d["throughput"]["trajectories_per_hour"], lambda v: f"{v:,.0f}"),
     Metric("useful traj/h", lambda d: d["throughput"].get("useful_trajectories_per_hour"),
            lambda v: f"{v:,.0f}", "higher"),
-    Metric("GPUs", lambda d: sum(d["gpus"].values()), lambda v: f"{v}", None),
+    Metric("GPUs", lambda d: sum(d["gpus"].values()), lambda v: f"{v}"),
     Metric("binding link", lambda d: d["bottleneck"][0]["link"] if d["bottleneck"] else None,
-           lambda v: LINK_TITLE.get(v, str(v)), None),
-    Metric("binding share", _binding_share, pct, None),
-    Metric("rollout busy", _util("rollout"), pct, "higher"),
-    Metric("trainer busy", _util("trainer"), pct, "higher"),
+           lambda v: LINK_TITLE.get(v, str(v))),
+    Metric("binding share", _binding_share, pct, points=True),
+    Metric("rollout busy", _util("rollout"), pct, points=True),
+    Metric("trainer busy", _util("trainer"), pct, points=True),
 )
+
+# A relative change of the objective smaller than this is within the simulator's noise (a
+# different seed moves a step time by about as much): marked ≈, neither better nor worse.
+NOISE = 0.01
 
 
 @dataclass(frozen=True)
@@ -181,11 +189,20 @@ class ComparedRow:
     left: str
     right: str
     delta: str
-    verdict: str  # "better", "worse" or "" — the screens colour by it
+    verdict: str  # "better", "worse", "same" (within noise) or "" (not judged): the screens mark by it
+
+
+def points_text(a: float, b: float) -> str:
+    """The change of a fraction in percentage points, between the percentages as shown:
+    0.51 → 0.56 is '+5 pts'; '' when both show the same."""
+    d = int(pct(b).rstrip("%")) - int(pct(a).rstrip("%"))
+    return "" if d == 0 else f"{d:+d} pt" if abs(d) == 1 else f"{d:+d} pts"
 
 
 def compare(left: dict[str, Any], right: dict[str, Any]) -> list[ComparedRow]:
-    """Each headline metric of two reports with the change from left to right."""
+    """Each headline metric of two reports with the change from left to right: relative
+    (%), or in points for fractions. Only the objective is judged, and a change under
+    :data:`NOISE` is marked as the same."""
     rows = []
     for m in METRICS:
         a, b = m.value(left), m.value(right)
@@ -194,9 +211,15 @@ def compare(left: dict[str, Any], right: dict[str, Any]) -> list[ComparedRow]:
         delta, verdict = "", ""
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
             if a != b:
-                delta = f"{(b - a) / a * 100:+.1f}%" if a else "new"
-                if m.better:
-                    verdict = "better" if (b > a) == (m.better == "higher") else "worse"
+                if m.points:
+                    delta = points_text(a, b)
+                else:
+                    delta = f"{(b - a) / a * 100:+.1f}%" if a else "new"
+                if m.better and a:
+                    if abs(b - a) / abs(a) < NOISE:
+                        verdict = "same"
+                    else:
+                        verdict = "better" if (b > a) == (m.better == "higher") else "worse"
         elif a != b:
             delta = "changed"
         rows.append(ComparedRow(m.label, fa, fb, delta, verdict))

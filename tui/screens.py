@@ -18,8 +18,9 @@ HELP = """\
 
 [b]Keys[/]
   1…6      tabs: Scenarios, Loop, Verdict, Replay, What-if, Compare
+           (in a text field or the what-if form: esc first)
   enter r  run the highlighted scenario (1), the what-if (5), A and B (6)
-  esc      cancel the simulation in progress; leave a text field
+  esc      cancel the simulation in progress; leave a field or the form
   ← → h l  replay: previous / next step (home, end: first, last)
   g        verdict: measure the marginal gain of each pressure
   x        export the report JSON and the Chrome trace (Perfetto)
@@ -41,7 +42,10 @@ HELP = """\
          Below: each resource during the step, ░▒▓█ by how busy,
          coloured by the activity that kept it busiest.
 [b]What-if[/]  only the fields you change are applied; a bad value is
-         explained under the form.              esc or ? closes this help."""
+         explained under the form. Δ: ✓ / ✗ judge step time and useful
+         traj/h only (≈: under 1%); shares and busy change in points.
+         A scenario run before in this session is not re-simulated.
+                                               esc or ? closes this help."""
 
 
 class HelpScreen(ModalScreen[None]):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -14,8 +15,8 @@ from tui.app import TwinApp  # noqa: E402
 from tui.figures import LINK_TITLE  # noqa: E402
 from tui.screens import ExportScreen, HelpScreen  # noqa: E402
 from tui.widgets.loop import NO_RUN  # noqa: E402
-from tui_helpers import (SCENARIO, SMALL, app_test, focused, press_and_settle, settle,  # noqa: E402
-                         show_tab, shown, table_rows, until)
+from tui_helpers import (SCENARIO, SMALL, app_test, focused, press_and_settle, replay_recorded,  # noqa: E402
+                         settle, show_tab, shown, table_rows, tab_ready, until)
 
 SIZE = (80, 24)
 
@@ -84,6 +85,12 @@ async def test_whatif_edit_reruns_and_shows_the_new_figures_beside_the_baseline(
         assert f"{(new - base) / base * 100:+.1f}%" in step_line
         gpus_line = next(line for line in result.splitlines() if line.startswith("GPUs"))
         assert gpus_line.split()[1:3] == ["32", "24"]
+        # How busy a pool is informs, it is not judged; its change is in points.
+        for line in result.splitlines():
+            if line.startswith(("rollout busy", "trainer busy", "binding share")):
+                assert "✓" not in line and "✗" not in line
+                assert not re.search(r"[+-][0-9.]+%", line), line  # no relative change
+                assert line.endswith(("pt", "pts", "%")), line
         assert "rollout GPUs 16→8" in shown(small_app, "#whatif-message")
 
 
@@ -289,3 +296,123 @@ async def test_g_measures_the_marginal_gains_and_the_verdict_joins_the_report(sm
         assert [r[0] for r in rows] == [g["pressure"] for g in verdict["marginal_gains"]]
         assert shown(small_app, "#verdict-diagnosis") == "Diagnosis: " + verdict["diagnosis"]
         assert verdict["diagnosis"] in shown(small_app, "#loop-text").replace("\n", " ")
+
+
+def _write_scenario(folder, file: str, name: str) -> None:
+    from twin.config.registry import builtin_scenarios_dir
+
+    (folder / file).write_text((builtin_scenarios_dir() / f"{SCENARIO}.yaml").read_text().replace(
+        f"name: {SCENARIO}", f"name: {name}"))
+
+
+async def _open(pilot, file: str) -> None:
+    """o, the path, enter: the file joins the picker's list, highlighted."""
+    await pilot.press("o")
+    await focused(pilot, "#picker-open")
+    await pilot.press(*file, "enter")
+    await focused(pilot, "#picker-list")
+
+
+@app_test
+async def test_files_opened_later_join_compares_lists(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write_scenario(tmp_path, "mine.yaml", "my-own-run")
+    _write_scenario(tmp_path, "other.yaml", "my-other-run")
+    app = TwinApp(None, dict(SMALL), simulate=replay_recorded)
+    async with app.run_test(size=SIZE) as pilot:
+        await focused(pilot, "#picker-list")
+        await _open(pilot, "mine.yaml")
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "6")  # A: the file just run
+        assert app.query_one("#compare-a").value == "mine.yaml"
+        await press_and_settle(pilot, "r")
+        assert "step time" in shown(app, "#compare-table")
+        await show_tab(pilot, "1")  # Compare was visited: its lists exist already
+        await _open(pilot, "other.yaml")
+        await show_tab(pilot, "6")
+        assert "step time" in shown(app, "#compare-table")  # the new option keeps the table
+        assert app.query_one("#compare-a").value == "mine.yaml"
+        # Choose the newest option (the last) as B with the keys, and compare.
+        await pilot.press("tab")
+        await focused(pilot, "#compare-b")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.query_one("#compare-b").expanded, "the list of B to open")
+        await pilot.press("end", "enter")
+        await until(pilot, lambda: app.query_one("#compare-b").value == "other.yaml", "other.yaml as B")
+        await press_and_settle(pilot, "r")
+        assert "A mine with run.steps=2" in shown(app, "#compare-message")
+        assert "B other with run.steps=2" in shown(app, "#compare-message")
+
+
+@app_test
+async def test_digits_in_the_whatif_form_never_leave_it_and_enter_runs_the_form(small_app):
+    async with small_app.run_test(size=SIZE) as pilot:
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "5")
+        baseline = small_app.baseline
+        # Focus left the field (a click on the result): "100" and enter stay in the form.
+        await pilot.click("#whatif-result")
+        await focused(pilot, "#whatif-right")
+        await pilot.press("1", "0", "0", "enter")
+        message = lambda: shown(small_app, "#whatif-message")  # noqa: E731
+        await until(pilot, lambda: "Nothing changed" in message(), "the form's answer to enter")
+        assert small_app.active_tab == "whatif"
+        assert small_app.jobs_finished == 1 and small_app.baseline is baseline  # nothing ran
+        # On the mode select, a digit stays too; enter opens the select.
+        small_app.query_one("#whatif-mode").focus()
+        await focused(pilot, "#whatif-mode")
+        await pilot.press("1", "enter")
+        await until(pilot, lambda: small_app.query_one("#whatif-mode").expanded, "the mode list to open")
+        assert small_app.active_tab == "whatif"
+        await pilot.press("escape")
+        await until(pilot, lambda: not small_app.query_one("#whatif-mode").expanded, "the list to close")
+        # esc leaves the form: then a digit switches tabs.
+        await pilot.press("escape")
+        await until(pilot, lambda: small_app.focused is None, "the form to be left")
+        await show_tab(pilot, "1")
+        assert small_app.jobs_finished == 1
+
+
+@app_test
+async def test_a_scenario_already_simulated_is_not_simulated_again():
+    simulated = []
+
+    def counting(request, progress=None):
+        simulated.append(request)
+        return replay_recorded(request, progress)
+
+    app = TwinApp(SCENARIO, dict(SMALL), simulate=counting)
+    async with app.run_test(size=SIZE) as pilot:
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "6")
+        b = app.query_one("#compare-b").value
+        await press_and_settle(pilot, "r")
+        assert [r.ref for r in simulated] == [SCENARIO, b]  # A is the baseline just run
+        assert "step time" in shown(app, "#compare-table")
+        await press_and_settle(pilot, "r")
+        assert len(simulated) == 2
+        await show_tab(pilot, "5")
+        await press_and_settle(pilot, "8", "enter")
+        assert len(simulated) == 3 and simulated[-1].overrides["placement.rollout.gpus"] == 8
+        await press_and_settle(pilot, "enter")  # the same what-if again
+        assert len(simulated) == 3
+        assert app.whatif.data["scenario"]["placement"]["rollout"]["gpus"] == 8
+
+
+@app_test
+async def test_tables_use_the_width_of_the_terminal():
+    app = TwinApp(SCENARIO, dict(SMALL), simulate=replay_recorded)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "4")
+        assert "…" not in shown(app, "#replay-header")  # every phase of the step, on one line
+        await show_tab(pilot, "6")
+        await press_and_settle(pilot, "r")
+        table = lambda: shown(app, "#compare-table")  # noqa: E731
+        assert "16 GPUs, tp 1, continuous batching" in table() and "…" not in table()
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: "…" in table(), "the parameters to be cut to 80 columns")
+        width = app.query_one("#compare-table").size.width
+        assert all(len(line) <= width for line in table().splitlines())
+        await pilot.resize_terminal(120, 30)
+        await until(pilot, lambda: "…" not in table(), "the parameters to use 120 columns again")

@@ -94,10 +94,56 @@ def test_compare_marks_direction_by_what_is_better():
     rows = {r.label: r for r in compare(base, other)}
     slower = other["step_time_s"] > base["step_time_s"]
     assert rows["step time"].verdict == ("worse" if slower else "better")
-    assert rows["traj/h"].verdict == ("worse" if slower else "better")
+    assert rows["useful traj/h"].verdict == ("worse" if slower else "better")
     assert rows["GPUs"].delta == "-25.0%" and rows["GPUs"].verdict == ""
     same = compare(base, base)
     assert all(r.delta == "" and r.verdict == "" for r in same)
+
+
+def report(step_s=10.0, useful=100.0, rollout=0.5, trainer=0.5, share=0.5, gpus=32):
+    """The figures :func:`compare` reads, nothing else."""
+    return {"step_time_s": step_s, "gpus": {"rollout": gpus // 2, "trainer": gpus - gpus // 2},
+            "throughput": {"tokens_per_s": 1000.0 / step_s, "tokens_per_s_per_gpu": 1000.0 / step_s / gpus,
+                           "trajectories_per_hour": useful, "useful_trajectories_per_hour": useful},
+            "bottleneck": [{"link": "rollout", "critical_path_share": share}],
+            "utilization": {"rollout": rollout, "trainer": trainer}}
+
+
+def test_only_the_objective_is_judged_and_fractions_change_in_points():
+    rows = {r.label: r for r in compare(report(), report(step_s=9.0, useful=110.0, rollout=0.56,
+                                                                trainer=0.4, share=0.51))}
+    assert (rows["step time"].delta, rows["step time"].verdict) == ("-10.0%", "better")
+    assert (rows["useful traj/h"].delta, rows["useful traj/h"].verdict) == ("+10.0%", "better")
+    # A busier or idler pool is information, not good or bad; its change is in points.
+    assert (rows["rollout busy"].delta, rows["rollout busy"].verdict) == ("+6 pts", "")
+    assert (rows["trainer busy"].delta, rows["trainer busy"].verdict) == ("-10 pts", "")
+    assert (rows["binding share"].delta, rows["binding share"].verdict) == ("+1 pt", "")
+    assert rows["tokens/s"].verdict == rows["traj/h"].verdict == ""
+
+
+def test_a_change_within_noise_is_marked_the_same():
+    rows = {r.label: r for r in compare(report(), report(step_s=10.01, useful=99.9, rollout=0.502))}
+    assert (rows["step time"].delta, rows["step time"].verdict) == ("+0.1%", "same")
+    assert (rows["useful traj/h"].delta, rows["useful traj/h"].verdict) == ("-0.1%", "same")
+    assert rows["rollout busy"].delta == ""  # 50% and 50% as shown: no change to show
+    slower = {r.label: r for r in compare(report(), report(step_s=10.2))}["step time"]
+    assert (slower.delta, slower.verdict) == ("+2.0%", "worse")
+
+
+def test_comparison_columns_take_the_width_they_are_given():
+    from tui.widgets.compare import comparison_markup, parameters_markup
+
+    base = recorded("baseline").data
+    rows = compare(base, base)
+    wide = comparison_markup(rows, "baseline", "what-if", width=120)
+    assert "…" not in wide and max(map(len, wide.splitlines())) < 60
+    narrow = comparison_markup(rows, "a long name for A", "a long name for B", width=40)
+    assert "a long nam…" in narrow
+    params = parameters_markup(base["scenario"], base["scenario"], width=116)
+    assert "16 GPUs, tp 1, continuous batching" in params and "…" not in params
+    cut = parameters_markup(base["scenario"], base["scenario"], width=76)
+    assert "…" in cut and all(len(line) <= 76 for line in cut.replace("[b]", "").replace(
+        "[/]", "").replace("[$text-muted]", "").splitlines())
 
 
 def test_loop_links_follow_the_loop_and_mark_one_binding_link():
@@ -111,11 +157,11 @@ def test_without_textual_the_tui_says_how_to_install_it(monkeypatch, capsys):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "textual" else real(name, *a))
-    with pytest.raises(InputError, match=r'pip install "rltwin\[tui\]"'):
+    with pytest.raises(InputError, match=r'from a clone of rltwin.*pip install "\.\[tui\]"'):
         require_textual()
     assert main(["grpo-8b-disaggregated"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and 'pip install "rltwin[tui]"' in err
+    assert err.count("\n") == 1 and 'pip install ".[tui]"' in err
 
 
 def test_a_bad_scenario_fails_before_the_screen_opens(capsys):

@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -14,34 +17,93 @@ from textual.widgets import Select, Static
 from tui.figures import ComparedRow, compare, scenario_summary
 from tui.jobs import RunRequest
 
-MARK = {"better": ("$success", " ✓"), "worse": ("$error", " ✗"), "": ("", "")}
+MARK = {"better": ("$success", " ✓"), "worse": ("$error", " ✗"), "same": ("$text-muted", " ≈"), "": ("", "")}
 
 
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def comparison_markup(rows: list[ComparedRow], left: str, right: str, width: int = 12) -> str:
-    """A table: metric, left, right and the relative change, marked ✓ better / ✗ worse (the
-    marks read without colour; the colours follow the theme)."""
-    lines = [f"[b]{'':13s} {escape(_cut(left, width)):>{width}s} {escape(_cut(right, width)):>{width}s}   Δ[/]"]
+def comparison_markup(rows: list[ComparedRow], left: str, right: str, width: int = 0) -> str:
+    """A table: metric, left, right and the change, the objective marked ✓ better, ✗ worse or
+    ≈ within noise (the marks read without colour; the colours follow the theme).
+
+    The two value columns are as wide as their longest figure; ``width`` (the columns the
+    table has; 0: unknown) narrows them only when the table would not fit."""
+    label_w = max(len(r.label) for r in rows)
+    delta_w = max(len(r.delta) + len(MARK[r.verdict][1]) for r in rows)
+    col = max(len(left), len(right), *(len(r.left) for r in rows), *(len(r.right) for r in rows))
+    if width > 0:
+        col = max(6, min(col, (width - label_w - 4 - delta_w) // 2))
+    lines = [f"[b]{'':{label_w}s} {escape(_cut(left, col)):>{col}s} {escape(_cut(right, col)):>{col}s}  Δ[/]"]
     for r in rows:
         style, mark = MARK[r.verdict]
         delta = f"[{style}]{r.delta}{mark}[/]" if style else r.delta
-        lines.append(f"{r.label:13s} {escape(_cut(r.left, width)):>{width}s} "
-                     f"{escape(_cut(r.right, width)):>{width}s}  {delta}")
+        lines.append(f"{r.label:{label_w}s} {escape(_cut(r.left, col)):>{col}s} "
+                     f"{escape(_cut(r.right, col)):>{col}s}  {delta}")
     return "\n".join(lines)
 
 
-def parameters_markup(left: dict, right: dict, width: int = 30) -> str:
-    """Key parameters of two resolved scenarios, rows that differ in bold."""
+def _merged(a: list[str], b: list[str]) -> list[str]:
+    """The keys of both lists in their order: a key only ``b`` has follows its predecessor
+    in ``b`` (the tool calls of a multi-turn scenario stay beside the reward, not last)."""
+    out = list(a)
+    for i, key in enumerate(b):
+        if key not in out:
+            out.insert(out.index(b[i - 1]) + 1 if i else 0, key)
+    return out
+
+
+def parameters_markup(left: dict, right: dict, width: int = 0) -> str:
+    """Key parameters of two resolved scenarios, rows that differ in bold. Each column is as
+    wide as its longest value; ``width`` (0: unknown) cuts them only when both do not fit."""
     a, b = dict(scenario_summary(left)), dict(scenario_summary(right))
+    keys = _merged(list(a), list(b))
+    key_w = max(len(k) for k in keys)
+    va = {k: a.get(k, "—") for k in keys}
+    vb = {k: b.get(k, "—") for k in keys}
+    wa, wb = max(len(v) for v in va.values()), max(len(v) for v in vb.values())
+    room = width - key_w - 2  # the two value columns and the space between them
+    if width > 0 and wa + wb > room:
+        half = room // 2
+        if wa <= half:
+            wb = room - wa
+        elif wb <= half:
+            wa = room - wb
+        else:
+            wa, wb = half, room - half
+        wa, wb = max(8, wa), max(8, wb)
     lines = ["[b]Parameters[/]"]
-    for key in dict.fromkeys([*a, *b]):
-        va, vb = a.get(key, "—"), b.get(key, "—")
-        line = f"{key:10s} {escape(_cut(va, width)):{width}s} {escape(_cut(vb, width))}"
-        lines.append(f"[b]{line}[/]" if va != vb else f"[$text-muted]{line}[/]")
+    for key in keys:
+        line = f"{key:{key_w}s} {escape(_cut(va[key], wa)):{wa}s} {escape(_cut(vb[key], wb))}".rstrip()
+        lines.append(f"[b]{line}[/]" if va[key] != vb[key] else f"[$text-muted]{line}[/]")
     return "\n".join(lines)
+
+
+class Fitted(Static):
+    """A Static whose markup is made for its width (:meth:`fit`), and made again whenever
+    the width changes: a table uses a wide terminal, and still fits a narrow one."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._make: Callable[[int], str] | None = None
+
+    def fit(self, make: Callable[[int], str]) -> None:
+        self._make = make
+        self._refit()
+
+    def update(self, content: Any = "", *, layout: bool = True) -> None:
+        self._make = None
+        super().update(content, layout=layout)
+
+    def on_resize(self) -> None:
+        self._refit()
+
+    def _refit(self) -> None:
+        if self._make is not None:
+            # The width is 0 until the widget is first laid out (a tab not shown yet): then
+            # the columns take their natural width until the resize that follows.
+            Static.update(self, self._make(self.size.width))
 
 
 class CompareView(VerticalScroll):
@@ -62,16 +124,18 @@ class CompareView(VerticalScroll):
             yield Select(options, prompt="scenario A", compact=True, id="compare-a")
             yield Select(options, prompt="scenario B", compact=True, id="compare-b")
         yield Static("Choose scenarios A and B, then press [b]r[/] to simulate both.", id="compare-message")
-        yield Static("", id="compare-table")
+        yield Fitted("", id="compare-table")
 
     def set_refs(self, refs: list[str]) -> None:
+        """Offer ``refs`` in both lists, keeping what is chosen and the table on screen."""
         options = [(r, r) for r in refs]
-        for sel in self.query(Select):
-            value = sel.value
-            sel.set_options(options)
-            if value in refs:
-                sel.value = value
-        self.refs = refs
+        with self.prevent(Select.Changed):  # not a change of A or B: the table stays
+            for sel in self.query(Select):
+                value = sel.value
+                sel.set_options(options)
+                if value in refs:
+                    sel.value = value
+        self.refs = list(refs)
 
     def preselect(self, a: str, b: str | None = None) -> None:
         """A: the scenario last run; B: the next one in the list, unless already chosen."""
@@ -96,9 +160,10 @@ class CompareView(VerticalScroll):
 
     def show(self, left_label: str, left: dict, right_label: str, right: dict) -> None:
         self.message(f"[b]A[/] {escape(left_label)}  ·  [b]B[/] {escape(right_label)}")
-        self.query_one("#compare-table", Static).update(
-            comparison_markup(compare(left, right), "A", "B", width=14) + "\n\n"
-            + parameters_markup(left["scenario"], right["scenario"]))
+        rows = compare(left, right)
+        self.query_one("#compare-table", Fitted).fit(
+            lambda width: comparison_markup(rows, "A", "B", width) + "\n\n"
+            + parameters_markup(left["scenario"], right["scenario"], width))
 
     @on(Select.Changed)
     def _changed(self) -> None:

@@ -8,6 +8,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.markup import escape
+from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -33,6 +34,13 @@ class ScenarioPicker(Horizontal):
     """
 
     BINDINGS = [("o", "open_file", "Open file")]
+
+    class Opened(Message):
+        """A scenario file opened with ``o`` joined the list: the other tabs offer it too."""
+
+        def __init__(self, ref: str) -> None:
+            super().__init__()
+            self.ref = ref
 
     def __init__(self, refs: list[str], overrides: dict, selected: str | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -110,6 +118,7 @@ class ScenarioPicker(Horizontal):
         if path not in self.refs:
             self.refs.append(path)
             self.query_one(OptionList).add_option(Option(self._title(path), id=path))
+            self.post_message(self.Opened(path))
         options = self.query_one(OptionList)
         options.highlighted = self.refs.index(path)
         options.focus()

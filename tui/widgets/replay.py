@@ -143,6 +143,10 @@ class ReplayView(VerticalScroll):
         await self.mount(UtilisationChart(report), Static(id="replay-title"), StepTimeline(report))
         self._header()
 
+    def on_resize(self) -> None:
+        if self.report is not None:  # the phases line holds as many phases as the width does
+            self._header()
+
     def _header(self) -> None:
         header = self.query_one("#replay-header", Static)
         if self.report is None:

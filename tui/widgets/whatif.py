@@ -19,7 +19,7 @@ from textual.markup import escape
 from textual.widgets import Input, Label, Select, Static
 
 from tui.figures import compare
-from tui.widgets.compare import comparison_markup
+from tui.widgets.compare import Fitted, comparison_markup
 
 MODES = ("colocated", "disaggregated", "async")
 
@@ -140,7 +140,7 @@ class WhatIfForm(Vertical):
                 yield Static("[$text-muted]tab: next field · enter: run\nesc: leave the form (keys 1–6)[/]",
                              id="whatif-hint")
             with VerticalScroll(id="whatif-right"):
-                yield Static("Run a scenario first; its values fill this form.", id="whatif-result")
+                yield Fitted("Run a scenario first; its values fill this form.", id="whatif-result")
         yield Static("", id="whatif-message")
 
     def fill(self, scenario: dict[str, Any]) -> None:
@@ -190,8 +190,9 @@ class WhatIfForm(Vertical):
         changes = ", ".join(f"{BY_PATH[k].label} {_text(BY_PATH[k].current(form_scenario(baseline)))}→{v}"
                             for k, v in self.changes.items())
         self.say(f"[$success]✓[/] {escape(changes)}")
-        self.query_one("#whatif-result", Static).update(
-            comparison_markup(compare(baseline, whatif), "baseline", "what-if", width=10))
+        rows = compare(baseline, whatif)
+        self.query_one("#whatif-result", Fitted).fit(
+            lambda width: comparison_markup(rows, "baseline", "what-if", width))
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
