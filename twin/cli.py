@@ -41,7 +41,7 @@ examples:
   twin validate                              the twin against published runs (exit 1 on a miss)
   twin validate --probe                      the twin against a real torch RL loop on this machine
   twin calibrate --device cuda --out my-gpu.yaml   measure a GPU into a hardware profile
-  twin tui                                   the interactive planner (pip install "rltwin[tui]")
+  twin tui                                   the interactive planner (pip install ".[tui]" from a clone)
 
 --set takes any field of the scenario as a dotted path; values are read as YAML
 (64, true, 0.9, "{kind: fixed, value: 512}").
@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     _plan_parser(sub, scenario_args)
     _import_parser(sub)
     _fit_parser(sub)
-    sub.add_parser("tui", add_help=False, help="the interactive capacity planner (needs rltwin[tui])")
+    sub.add_parser("tui", add_help=False, help='the interactive capacity planner (needs the tui extra: pip install ".[tui]")')
     sub.add_parser("calibrate", add_help=False,
                    help="measure this CPU or GPU into a hardware profile (twin calibrate --help)")
     return parser

@@ -16,7 +16,7 @@ from tui.figures import LINK_TITLE  # noqa: E402
 from tui.screens import ExportScreen, HelpScreen  # noqa: E402
 from tui.widgets.loop import NO_RUN  # noqa: E402
 from tui_helpers import (SCENARIO, SMALL, app_test, focused, press_and_settle, replay_recorded,  # noqa: E402
-                         settle, show_tab, shown, table_rows, tab_ready, until)
+                         settle, show_tab, shown, table_rows, until)
 
 SIZE = (80, 24)
 
