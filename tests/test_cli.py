@@ -158,3 +158,14 @@ def test_check_takes_the_same_time_on_a_hundred_thousand_gpus(capsys):
     assert time.perf_counter() - start < 30  # ~1 s; it took over a minute at 1e6 nodes
     report = json.loads(capsys.readouterr().out)
     assert report["estimate"]["step_s"] > 0
+
+
+def test_a_row_with_the_same_result_as_an_earlier_one_says_so():
+    from twin.render import pressure_note
+
+    a = {"short": "staleness +1", "step_time_s": 10.0, "useful_trajectories_per_hour": 5.0}
+    b = {"short": "partial rollout", "step_time_s": 10.0, "useful_trajectories_per_hour": 5.0}
+    c = {"short": "faster links", "step_time_s": 11.0, "useful_trajectories_per_hour": 4.0}
+    rows = [a, b, c]
+    assert "the same result as staleness +1" in pressure_note(b, rows)
+    assert "same result" not in pressure_note(a, rows) and "same result" not in pressure_note(c, rows)

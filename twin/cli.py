@@ -406,7 +406,7 @@ def _whatif(args) -> int:
             print(f"  {row['description']:62s} not possible here: {row['error']}")
             continue
         print(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}% {row['step_time_s']:9.1f} "
-              f"{row['useful_trajectories_per_hour']:11,.0f}{pressure_note(row)}")
+              f"{row['useful_trajectories_per_hour']:11,.0f}{pressure_note(row, rows)}")
     for pressure in asked:
         if pressure.name not in tried:  # its lever is already pulled in this scenario
             print(f"  {pressure.describe(plan):62s} {pressure.absent}")

@@ -68,7 +68,7 @@ def render_run(report: dict[str, Any]) -> str:
                 lines.append(f"  {row['description']:62s} not possible here: {row['error']}")
                 continue
             lines.append(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}%  "
-                         f"step {row['step_time_s']:.1f} s{pressure_note(row)}")
+                         f"step {row['step_time_s']:.1f} s{pressure_note(row, verdict['marginal_gains'])}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report)]
@@ -79,9 +79,19 @@ def render_run(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def pressure_note(row: dict) -> str:
-    """What a sensitivity row changed in hardware: GPUs added, or the same GPUs re-placed."""
+def pressure_note(row: dict, rows: list[dict] | None = None) -> str:
+    """What a sensitivity row changed in hardware (GPUs added, or the same GPUs re-placed), and,
+    given the other ``rows``, when it came out exactly as an earlier row did: two levers with one
+    effect here (on colocated GPUs, +1 staleness and partial rollout both re-place the GPUs as
+    async pools; with nothing in flight when weights arrive, partial rollout interrupts nothing)."""
     note = f"  ({row['added_gpus']:+d} GPUs)" if row.get("added_gpus") else ""
     if "placement" in row:
         note += f"  ({row['placement']['rollout_gpus']} rollout + {row['placement']['trainer_gpus']} trainer GPUs)"
+    for earlier in rows or []:
+        if earlier is row:
+            break
+        if "error" not in earlier and (earlier["step_time_s"], earlier["useful_trajectories_per_hour"]) == (
+                row["step_time_s"], row["useful_trajectories_per_hour"]):
+            note += f"  (the same result as {earlier['short']}: one effect here)"
+            break
     return note
