@@ -12,6 +12,16 @@ from twin.frameworks.base import deep_merge
 MAX_LEVELS = 16
 
 
+def _read_with_defaults(path: Path, level: int) -> tuple[dict, object]:
+    """A config file's keys and its ``defaults`` entry (None without one), refusing to nest
+    deeper than MAX_LEVELS (a cycle of defaults)."""
+    if level > MAX_LEVELS:
+        raise InputError("defaults nest too deep (a cycle?)", file=path, field="defaults",
+                         allowed=f"at most {MAX_LEVELS} levels")
+    data = read_mapping(path)
+    return data, data.pop("defaults", None)
+
+
 def hydra(path: Path, builtin: tuple[str, ...] = (), skipped: list[str] | None = None,
           _level: int = 0) -> dict:
     """A Hydra config with its defaults list composed, the common case: each entry a config
@@ -21,11 +31,7 @@ def hydra(path: Path, builtin: tuple[str, ...] = (), skipped: list[str] | None =
 
     An entry naming one of ``builtin`` (the framework's own configs, not beside the file) is
     left out and added to ``skipped``: the importer's defaults are that framework's own."""
-    if _level > MAX_LEVELS:
-        raise InputError("defaults nest too deep (a cycle?)", file=path, field="defaults",
-                         allowed=f"at most {MAX_LEVELS} levels")
-    data = read_mapping(path)
-    defaults = data.pop("defaults", None)
+    data, defaults = _read_with_defaults(path, _level)
     if defaults is None:
         return data
     if not isinstance(defaults, list):
@@ -75,11 +81,7 @@ def hydra(path: Path, builtin: tuple[str, ...] = (), skipped: list[str] | None =
 def inherit(path: Path, _level: int = 0) -> dict:
     """NeMo-RL: ``defaults: base.yaml`` (or a list of them), paths relative to the file,
     each read with its own defaults, then this file's keys merged over them."""
-    if _level > MAX_LEVELS:
-        raise InputError("defaults nest too deep (a cycle?)", file=path, field="defaults",
-                         allowed=f"at most {MAX_LEVELS} levels")
-    data = read_mapping(path)
-    defaults = data.pop("defaults", None)
+    data, defaults = _read_with_defaults(path, _level)
     if defaults is None:
         return data
     names = defaults if isinstance(defaults, list) else [defaults]
