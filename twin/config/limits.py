@@ -168,6 +168,13 @@ def check_algorithm(a) -> None:
                          "per RL step, each a learner pass the simulation prices rank by rank",
                          field=field, value=value,
                          allowed=f"ppo_epochs × minibatches at most {MAX_OPTIMIZER_STEPS:,}")
+    k = a.updates_per_sync
+    for name, value in (("prompts_per_step", a.prompts_per_step), ("minibatches", a.minibatches)):
+        if value % k:
+            raise InputError(f"{_n(k)} updates per sync split the step's {name} into equal chunks",
+                             field="algorithm.updates_per_sync", value=k,
+                             allowed=f"a divisor of algorithm.{name} ({value:,}); verl: prompts_per_step = "
+                                     "trigger_parameter_sync_step × require_batches × ppo_mini_batch_size")
     _at_most("algorithm.dynamic_sampling.max_rounds", a.dynamic_sampling.max_rounds, 1000,
              "over-generating more than 1000 rounds for one batch is not a sampling strategy", "1..1000")
 
