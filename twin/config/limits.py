@@ -15,6 +15,8 @@ Each ``check_*`` raises :class:`InputError` naming the scenario field; the model
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from twin.errors import InputError
@@ -54,9 +56,11 @@ def _gb(n: float) -> str:
     return f"~{n:,.0f} GB" if n >= 10 else f"~{n:,.1f} GB"
 
 
-def _n(x: int) -> str:
-    """An integer for a message: with thousands separators, or its order of magnitude."""
-    return f"{x:,}" if x < 10**15 else f"~1e{int(x.bit_length() * 0.30103)}"
+def _n(x: int | float) -> str:
+    """A count for a message: with thousands separators, or its order of magnitude."""
+    if isinstance(x, int):
+        return f"{x:,}" if x < 10**15 else f"~1e{int(x.bit_length() * 0.30103)}"
+    return f"{x:,.4g}" if x < 1e15 else f"~1e{int(math.log10(x))}"
 
 
 def _reach(dist) -> float:

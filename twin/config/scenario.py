@@ -370,6 +370,11 @@ class Run(Strict):
 class Scenario(Strict):
     name: str = Field(default="scenario", description="Shown in reports.")
     description: str = Field(default="", description="Free text, shown by twin check.")
+    framework: str | None = Field(
+        default=None,
+        description="Framework profile (framework_profiles/, `twin list`): the software stack's settings — "
+                    "kernel-rate share, engine scheduling, weight-sync rates — each with its source, filled "
+                    "into the fields this scenario leaves out. A name or a path to a profile file.")
     model: ModelArch = Field(description="Preset name, inline architecture, or config.json path.")
     cluster: Cluster = Field(default_factory=Cluster)
     placement: Placement = Field(default_factory=Placement)

@@ -81,6 +81,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     knobs, module, skipped = read(paths)
     k, b = knobs, Builder(knobs)
     search = [p.parent for p in paths]
+    b.set("framework", "verl")  # the stack's profile: framework_profiles/verl.yaml
     b.set("model", resolve_model(k, f"{ARR}.model.path", model_given, search), f"{ARR}.model.path")
 
     # ------------------------------------------------------------ deployment
