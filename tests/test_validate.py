@@ -134,6 +134,23 @@ def test_a_framework_profiles_fitted_value_is_its_sources_fit(profile, path):
     assert setting.value == pytest.approx(fitted, rel=0.005)
 
 
+def test_verls_controller_rate_is_the_gpu_independent_part_of_its_log_prob_phase():
+    """The verl profile's data-path rate comes from source A's old_log_prob times alone: the
+    intercept a of a + b/N through 32 and 128 GPUs, over the step's padded positions."""
+    from twin.config.frameworks import framework_profile
+    from twin.validate import builtin_cases_dir
+
+    source = load_source(builtin_cases_dir() / "A-verl-dapo-colocated.yaml")
+    t = {c.name: c.expected["old_logprob"] for c in source.cases if "old_logprob" in c.expected}
+    intercept = (4 * t["128 GPUs"] - t["32 GPUs"]) / 3
+    a, w = source.base["algorithm"], source.base["workload"]
+    positions = a["prompts_per_step"] * a["responses_per_prompt"] * (
+        w["prompt_tokens"]["value"] + w["response_tokens"]["max"])
+    rate = framework_profile("verl").settings["placement.trainer.controller_positions_per_s"].value
+    assert rate == pytest.approx(positions / intercept, rel=1e-3)
+    assert intercept + (t["32 GPUs"] - intercept) / 2 == pytest.approx(t["64 GPUs"], rel=0.05)  # the third point
+
+
 def test_verls_128_gpu_run_is_bound_by_the_rollout_tail_and_staleness_pays_more_than_gpus():
     """PUBLISHED.md A's reading, asked of the verdict: at 128 GPUs the rollout long tail
     binds without saturating the engines, and staleness or partial rollout buy more than more

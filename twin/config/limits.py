@@ -63,7 +63,7 @@ def _n(x: int | float) -> str:
     return f"{x:,.4g}" if x < 1e15 else f"~1e{int(math.log10(x))}"
 
 
-def _reach(dist) -> float:
+def reach(dist) -> float:
     """How far a distribution's samples go: its upper bound, or (unbounded) the 99.9th
     percentile of 100,000 draws, as the memory check reads it."""
     bound = dist.upper_bound()
@@ -202,24 +202,24 @@ def check_run(r) -> None:
 
 def check_seconds(field: str, dist) -> None:
     """A per-sample duration (reward, tool call, sandbox run): at most a day."""
-    reach = _reach(dist)
-    if not reach <= MAX_SECONDS:
-        raise InputError(f"samples reach {reach:.3g} s ({_which(dist)}): the simulation advances every step "
+    far = reach(dist)
+    if not far <= MAX_SECONDS:
+        raise InputError(f"samples reach {far:.3g} s ({_which(dist)}): the simulation advances every step "
                          "to the last of them", field=field, value=_spec(dist),
                          allowed=f"samples of at most {MAX_SECONDS:,.0f} s (a day); give a 'max'")
 
 
 def check_tokens(field: str, dist) -> None:
-    reach = _reach(dist)
-    if not reach <= MAX_CONTEXT_TOKENS:
-        raise InputError(f"samples reach {reach:.3g} tokens ({_which(dist)}), beyond any model's context",
+    far = reach(dist)
+    if not far <= MAX_CONTEXT_TOKENS:
+        raise InputError(f"samples reach {far:.3g} tokens ({_which(dist)}), beyond any model's context",
                          field=field, value=_spec(dist), allowed=f"at most {MAX_CONTEXT_TOKENS:,} tokens; give a 'max'")
 
 
 def check_tool_calls(dist) -> None:
-    reach = _reach(dist)
-    if not reach <= MAX_TOOL_CALLS:
-        raise InputError(f"samples reach {reach:.3g} tool calls per trajectory ({_which(dist)})",
+    far = reach(dist)
+    if not far <= MAX_TOOL_CALLS:
+        raise InputError(f"samples reach {far:.3g} tool calls per trajectory ({_which(dist)})",
                          field="workload.multi_turn.tool_calls", value=_spec(dist),
                          allowed=f"at most {MAX_TOOL_CALLS:,}; give a 'max'")
 

@@ -178,6 +178,12 @@ class TrainerPlacement(Strict):
         description="eager: HF model code, one kernel per norm/rotary/activation (verl FSDP, "
         "OpenRLHF, TRL); fused: Megatron-core/TransformerEngine fused kernels (NeMo-RL Megatron).",
     )
+    controller_positions_per_s: float | None = Field(
+        default=None, gt=0,
+        description="Single-controller data path (verl's driver and Ray): every learner pass ships the "
+        "batch between the controller and the workers padded to the longest position a sequence may "
+        "reach (max prompt + max response), at this many positions per second — a cost no GPU count "
+        "shortens. None: not priced (SPMD trainers, or a stack whose rate is unknown).")
 
     @model_validator(mode="after")
     def _sizes(self) -> TrainerPlacement:

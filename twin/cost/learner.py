@@ -32,6 +32,7 @@ import numpy as np
 
 from twin.plan import Plan
 from twin.cost import transformer
+from twin.config.limits import reach
 from twin.cost.collectives import Topology
 from twin.engine.balance import balance
 from twin.cost.roofline import (attention_backward_time, attention_time, compute_time, elementwise_time_by_class,
@@ -194,6 +195,20 @@ def update_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None,
                                 priced_ranks=priced_ranks)
             total += optimizer
     return total
+
+
+def controller_time(plan: Plan, sequences: int) -> float:
+    """Seconds a single-controller framework spends shipping ``sequences`` of a learner pass
+    between its driver and the workers: each padded to the longest position a sequence may
+    reach (verl's DataProto pads prompts to max_prompt_length and responses to
+    max_response_length), at the trainer's ``controller_positions_per_s``. It runs on the
+    controller, so no GPU count shortens it. Zero when the rate is not given."""
+    rate = plan.placement.trainer.controller_positions_per_s
+    if rate is None or sequences == 0:
+        return 0.0
+    w = plan.workload
+    padded = reach(w.prompt_tokens) + reach(w.response_tokens)
+    return sequences * padded / rate
 
 
 def optimizer_time(plan: Plan) -> float:
