@@ -117,9 +117,9 @@ def script(monkeypatch, lengths, filtered=(), *, repeat: bool = False) -> None:
     lengths, flags = list(lengths), list(filtered)
     admitted = 0
 
-    def scripted(scenario, groups, rng, responses=None, response_dist=None):
+    def scripted(scenario, groups, rng, responses=None, response_dist=None, step=1):
         nonlocal admitted
-        batch = sample_batch(scenario, groups, rng, responses, response_dist)
+        batch = sample_batch(scenario, groups, rng, responses, response_dist, step)
         if responses is not None:
             return batch
         assert repeat or admitted + groups <= len(lengths), "more groups admitted than the case scripts"
