@@ -117,8 +117,8 @@ def binding_changes(result: SimResult, figures: list[dict[str, Any]]) -> list[di
     ends = [r[0] for r in runs[1:]] + [n]
     kept: list[tuple[int, int]] = []
     for (start, link), end in zip(runs, ends):
-        if kept and (link == kept[-1][1] or end - start < block):
-            continue
+        if end - start < block or (kept and link == kept[-1][1]):
+            continue  # the first step (filling the pipeline) is such a run too
         kept.append((start, link))
     out = []
     for (_, before), (at, after) in zip(kept, kept[1:]):
