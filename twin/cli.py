@@ -99,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", metavar="PATH", help="write a Chrome trace (open in Perfetto)")
     run.add_argument("--no-verdict", action="store_true",
                      help="skip the marginal-gain re-simulations (one per pressure)")
+    run.add_argument("--until", action="append", default=[], metavar="trajectories=N|tokens=N",
+                     help="also report the time until the run has trained on N trajectories or generated N "
+                     "tokens (repeatable; beyond run.steps: extrapolated at the last step's rate)")
     whatif = sub.add_parser("whatif", help="what each extra unit of a pressure buys: the sensitivity table",
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             description="Re-simulate the scenario once per pressure, each raised alone, "
@@ -313,11 +316,16 @@ def _run(args) -> int:
         if source is not None:
             raise InputError("give a scenario or --from FRAMEWORK FILE..., not both", field="--from", value=source)
         source, args.overrides = scenario_from(args.from_files, args.overrides), []
+    from twin.analysis.run import parse_until
+
+    until = [parse_until(u) for u in args.until]
     plan = runner.prepare(source, args.overrides)
     _warn(plan)
     compile_notice()
     with progress_printer(plan.run.steps) as progress:
         report = runner.simulate(plan, progress)
+    if until:
+        report = report.with_time_to(until)
     if not args.no_verdict:
         with count_printer("verdict: re-simulating each pressure") as counted:
             report = report.with_verdict(judge(report, progress=counted))

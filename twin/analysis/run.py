@@ -150,6 +150,29 @@ def time_to(figures: list[dict[str, Any]], *, trajectories: float | None = None,
             "training_step": last["training_step"] + more, "extrapolated": True}
 
 
+UNTIL_KINDS = ("trajectories", "tokens")
+
+
+def parse_until(text: str) -> tuple[str, float]:
+    """``trajectories=N`` or ``tokens=N`` (``twin run --until``) → (kind, N)."""
+    from twin.errors import InputError
+
+    kind, _, value = text.partition("=")
+    try:
+        n = float(value.replace("_", "").replace(",", ""))
+    except ValueError:
+        n = math.nan
+    if kind not in UNTIL_KINDS or not (math.isfinite(n) and n > 0):
+        raise InputError("--until takes what to count and how many", field="--until", value=text,
+                         allowed="trajectories=N or tokens=N (N > 0: trained trajectories, generated tokens)")
+    return kind, n
+
+
+def time_to_all(result_figures: list[dict[str, Any]], until: list[tuple[str, float]]) -> list[dict[str, Any]]:
+    """:func:`time_to` for each (kind, N) of ``twin run --until``."""
+    return [time_to(result_figures, **{("trajectories" if k == "trajectories" else "tokens"): n}) for k, n in until]
+
+
 def run_summary(result: SimResult) -> dict[str, Any]:
     """The ``run`` section of the report: total time, per-window figures, binding changes."""
     figures = step_figures(result)
