@@ -213,6 +213,10 @@ def check_schedule(w) -> None:
     the lengths the engines and trainer are sized for (workload.response_tokens' and
     workload.prompt_tokens' bounds)."""
     windows = w.schedule.windows
+    if w.schedule.growth is not None and w.response_tokens.max is None:
+        raise InputError("growing lengths need the max response length they are capped at",
+                         field="workload.response_tokens.max", value=None,
+                         allowed="the engine's max response length, e.g. max: 16384")
     _at_most("workload.schedule.windows", len(windows), MAX_WINDOWS,
              "a schedule window per step is the finest a run can use", f"at most {MAX_WINDOWS:,} windows")
     if windows and windows[0].from_step > 1:
@@ -225,14 +229,14 @@ def check_schedule(w) -> None:
                              f"(windows[{i - 1}].from_step)")
         _at_most(f"workload.schedule.windows[{i}].from_step", windows[i].from_step, MAX_STEPS,
                  "beyond the longest run", f"at most {MAX_STEPS:,}")
-    cap, prompt_cap = w.response_tokens.upper_bound(), w.prompt_tokens.upper_bound()
+    cap, prompt_cap = float(w.max_response_tokens), w.prompt_tokens.upper_bound()
     for i, win in enumerate(windows):
         reach = win.response_tokens.upper_bound()
         if not reach <= cap:
             raise InputError(f"window {i}'s responses reach {reach:,.0f} tokens, beyond the max response length "
                              f"{cap:,.0f} (workload.response_tokens' bound, which sizes the engines)",
                              field=f"workload.schedule.windows[{i}].response_tokens", value=_spec(win.response_tokens),
-                             allowed=f"a 'max' of at most {cap:,.0f}, or raise workload.response_tokens.max")
+                             allowed=f"a 'max' of at most {cap:,.0f}, or raise workload.response_tokens' bound")
         if win.prompt_tokens is not None:
             check_tokens(f"workload.schedule.windows[{i}].prompt_tokens", win.prompt_tokens)
             reach = win.prompt_tokens.upper_bound()

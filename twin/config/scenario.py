@@ -348,14 +348,19 @@ class Workload(Strict):
             prompt = w.prompt_tokens or self.prompt_tokens
         if s.growth is not None and step > start:
             factor = (1.0 + s.growth.per_step) ** (step - start)
-            cap = min(response.max if response.max is not None else np.inf, self.max_response_tokens)
+            cap = min(response.max if response.max is not None else np.inf, float(self.max_response_tokens))
             # Scale multiplies a draw before the clip: the median and mean grow, capped at the max.
             response = response.model_copy(update={"scale": min(response.scale * factor, 1e6), "max": cap})
         return prompt, response
 
     @property
     def max_response_tokens(self) -> int:
-        return int(self.response_tokens.upper_bound())
+        """The engine's max response length: response_tokens' bound (its ``max`` when a schedule
+        grows the lengths toward it)."""
+        r = self.response_tokens
+        if self.schedule is not None and self.schedule.growth is not None and r.max is not None:
+            return int(r.max)
+        return int(r.upper_bound())
 
 
 # --------------------------------------------------------------------------- weight sync
