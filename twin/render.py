@@ -110,6 +110,22 @@ def run_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def render_estimate(name: str, est: dict[str, Any]) -> str:
+    """``twin run --sample-steps``: the whole run's time from a few simulated steps per segment."""
+    from twin.analysis.run import change_text
+
+    lines = [f"Scenario {name}: {est['steps']} steps estimated in {_hours(est['total_s'])} from "
+             f"{est['simulated_steps']} simulated steps ({est['sample_steps']} per segment after a pipeline-filling one, "
+             "lengths of each segment's middle step; docs/fit.md states the error)",
+             f"  {'steps':>11s} {'step s':>8s} {'mean response':>14s}  binding link"]
+    for seg in est["segments"]:
+        lines.append(f"  {seg['from_step']:>5d}-{seg['to_step']:<5d} {seg['step_s']:8.1f} "
+                     f"{seg['mean_response_tokens']:14,.0f}  {seg['binding_link']}")
+    for change in est["binding_changes"]:
+        lines.append("  " + change_text(change))
+    return "\n".join(lines)
+
+
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds:,.0f} s"
 

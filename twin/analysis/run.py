@@ -7,10 +7,10 @@ Training steps here count from 1, as verl and TRL log them and as ``workload.sch
 The binding link of a step is the link that held the trainer up longest in it (its critical
 path, :class:`~twin.sim.result.StepRecord`). Single steps flicker (one long response binds
 rollout, the next step's batch is short), so changes are read from the critical-path seconds
-averaged over a trailing block of ``block`` steps (a 40th of the run, at least one step): a
-change is named at the first step of a block-long stretch in which a new link has the largest
-averaged share, with the mean response length there ("rollout binds from step ~120, as mean
-responses pass 6,000 tokens").
+averaged over a centred block of a tenth of the run (at least one step): a change is named at
+the first step of a stretch at least a block long in which a new link has the largest
+averaged share, with the mean response length there ("rollout binds from step ~107 (was
+optimization), as mean responses pass 1,100 tokens").
 """
 
 from __future__ import annotations
@@ -106,11 +106,11 @@ def binding_changes(result: SimResult, figures: list[dict[str, Any]]) -> list[di
     n = len(figures)
     if n == 0 or not names:
         return []
-    block = max(1, n // 40)
+    block = max(1, n // 10)
     csum = np.vstack([np.zeros(len(names)), np.cumsum(sec, axis=0)])
-    idx = np.arange(n)
-    lo = np.maximum(0, idx - block + 1)
-    smooth = (csum[idx + 1] - csum[lo]) / (idx + 1 - lo)[:, None]
+    lo = np.maximum(0, np.arange(n) - block // 2)
+    hi = np.minimum(n, lo + block)
+    smooth = (csum[hi] - csum[lo]) / (hi - lo)[:, None]  # centred mean over a block of steps
     binding = np.argmax(smooth, axis=1)
     # Runs of one link; a run shorter than a block is flicker and keeps the link before it.
     runs = [(i, int(binding[i])) for i in range(n) if i == 0 or binding[i] != binding[i - 1]]
@@ -120,13 +120,9 @@ def binding_changes(result: SimResult, figures: list[dict[str, Any]]) -> list[di
         if end - start < block or (kept and link == kept[-1][1]):
             continue  # the first step (filling the pipeline) is such a run too
         kept.append((start, link))
-    out = []
-    for (_, before), (at, after) in zip(kept, kept[1:]):
-        # A trailing mean turns about half a block after the per-step shares cross.
-        first = max(0, at - block // 2)
-        out.append({"training_step": first + 1, "link": names[after], "previous": names[before],
-                    "mean_response_tokens": figures[first]["mean_response_tokens"]})
-    return out
+    return [{"training_step": at + 1, "link": names[after], "previous": names[before],
+             "mean_response_tokens": figures[at]["mean_response_tokens"]}
+            for (_, before), (at, after) in zip(kept, kept[1:])]
 
 
 def time_to(figures: list[dict[str, Any]], *, trajectories: float | None = None,
