@@ -58,3 +58,19 @@ def test_async_error_is_larger_and_bounded():
     est = extrapolate_run(plan, 4)
     assert est["total_s"] == pytest.approx(full["total_s"], rel=0.25)
     assert [(c["previous"], c["link"]) for c in est["binding_changes"]] == [("optimization", "rollout")]
+
+
+def test_cli_sample_steps(capsys, tmp_path):
+    import json
+    from pathlib import Path
+
+    from twin.cli import main
+
+    tiny = Path(__file__).parents[1] / "fit" / "fixtures" / "tiny.yaml"
+    out = tmp_path / "e.json"
+    assert main(["run", str(tiny), "--sample-steps", "1", "--json", str(out)]) == 0
+    assert "2 steps estimated in" in capsys.readouterr().out
+    est = json.loads(out.read_text())["run_estimate"]
+    assert est["segments"][0]["from_step"] == 1 and est["total_s"] > 0
+    assert main(["run", str(tiny), "--sample-steps", "0"]) == 2
+    assert "--sample-steps" in capsys.readouterr().err

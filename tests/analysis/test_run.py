@@ -99,3 +99,18 @@ def test_until_parsing_and_cli(capsys):
             parse_until(bad)
     assert main(["run", "grpo-7b-colocated", "--until", "hours=3", "--no-verdict"]) == 2
     assert "trajectories=N or tokens=N" in capsys.readouterr().err
+
+
+def test_cli_until_in_text_and_json(capsys, tmp_path):
+    from pathlib import Path
+    import json
+
+    tiny = Path(__file__).parents[1] / "fit" / "fixtures" / "tiny.yaml"  # 2 steps of 256 trajectories
+    out = tmp_path / "r.json"
+    assert main(["run", str(tiny), "--no-verdict", "--until", "trajectories=300", "--until", "trajectories=1000",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "300 trajectories after" in text and "(step 2)" in text
+    assert "1,000 trajectories after" in text and "(step 4, extrapolated at the last step's rate)" in text
+    rows = json.loads(out.read_text())["time_to"]
+    assert [(r["training_step"], r["extrapolated"]) for r in rows] == [(2, False), (4, True)]
