@@ -114,17 +114,24 @@ def test_each_figure_implies_its_own_value_of_the_fit_parameter(tmp_path, capsys
     assert "implied by each figure alone" in capsys.readouterr().out
 
 
-def test_nemo_rl_step_totals_use_the_compute_share_fitted_on_its_phase_breakdown():
-    """B borrows cluster.compute_scale from B2's fit (same framework, same GPUs); if the learner
-    model changes, the fit moves and B's copy must follow."""
+@pytest.mark.parametrize("profile, path", [
+    (name, path) for name in __import__("twin.config.frameworks", fromlist=["x"]).builtin_frameworks()
+    for path, setting in __import__("twin.config.frameworks", fromlist=["x"]).framework_profile(name).settings.items()
+    if setting.fitted_on])
+def test_a_framework_profiles_fitted_value_is_its_sources_fit(profile, path):
+    """A profile's fitted value is fitted once, on the source it names (that source's `fit`),
+    and serves every other run of the stack; if the model changes, the fit moves and the
+    profile must follow."""
+    from twin.config.frameworks import framework_profile
     from twin.validate import builtin_cases_dir, fit_parameter
 
-    cases = builtin_cases_dir()
-    name, fitted = fit_parameter(load_source(cases / "B2-nemo-rl-v03-breakdown.yaml"),
-                                 cases / "B2-nemo-rl-v03-breakdown.yaml")
-    assert name == "cluster.compute_scale"
-    borrowed = load_source(cases / "B-nemo-rl-grpo-h100.yaml").base["cluster"]["compute_scale"]
-    assert borrowed == pytest.approx(fitted, rel=0.005)
+    setting = framework_profile(profile).settings[path]
+    case_file = builtin_cases_dir() / setting.fitted_on
+    source = load_source(case_file)
+    assert source.base.get("framework") == profile, "the fitting source runs under the profile"
+    name, fitted = fit_parameter(source, case_file)
+    assert name == path
+    assert setting.value == pytest.approx(fitted, rel=0.005)
 
 
 def test_verls_128_gpu_run_is_bound_by_the_rollout_tail_and_staleness_pays_more_than_gpus():

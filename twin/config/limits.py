@@ -15,6 +15,8 @@ Each ``check_*`` raises :class:`InputError` naming the scenario field; the model
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from twin.errors import InputError
@@ -54,9 +56,11 @@ def _gb(n: float) -> str:
     return f"~{n:,.0f} GB" if n >= 10 else f"~{n:,.1f} GB"
 
 
-def _n(x: int) -> str:
-    """An integer for a message: with thousands separators, or its order of magnitude."""
-    return f"{x:,}" if x < 10**15 else f"~1e{int(x.bit_length() * 0.30103)}"
+def _n(x: int | float) -> str:
+    """A count for a message: with thousands separators, or its order of magnitude."""
+    if isinstance(x, int):
+        return f"{x:,}" if x < 10**15 else f"~1e{int(x.bit_length() * 0.30103)}"
+    return f"{x:,.4g}" if x < 1e15 else f"~1e{int(math.log10(x))}"
 
 
 def _reach(dist) -> float:
@@ -168,6 +172,13 @@ def check_algorithm(a) -> None:
                          "per RL step, each a learner pass the simulation prices rank by rank",
                          field=field, value=value,
                          allowed=f"ppo_epochs × minibatches at most {MAX_OPTIMIZER_STEPS:,}")
+    k = a.updates_per_sync
+    for name, value in (("prompts_per_step", a.prompts_per_step), ("minibatches", a.minibatches)):
+        if value % k:
+            raise InputError(f"{_n(k)} updates per sync split the step's {name} into equal chunks",
+                             field="algorithm.updates_per_sync", value=k,
+                             allowed=f"a divisor of algorithm.{name} ({value:,}); verl: prompts_per_step = "
+                                     "trigger_parameter_sync_step × require_batches × ppo_mini_batch_size")
     _at_most("algorithm.dynamic_sampling.max_rounds", a.dynamic_sampling.max_rounds, 1000,
              "over-generating more than 1000 rounds for one batch is not a sampling strategy", "1..1000")
 

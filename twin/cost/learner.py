@@ -177,9 +177,11 @@ def forward_pass_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = N
     return _pass_time(plan, seqs, 1.0, gathers=1, reduce_scatters=0, priced_ranks=priced_ranks)
 
 
-def update_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None) -> float:
+def update_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None,
+                minibatches: int | None = None) -> float:
     """PPO epochs × mini-batches of forward + backward (+ recompute), each ending in an
-    optimizer step; mini-batches are consecutive slices of the step's sequences."""
+    optimizer step; mini-batches are consecutive slices of ``seqs`` (``minibatches`` of them,
+    default the algorithm's)."""
     a, t = plan.algorithm, plan.placement.trainer
     factor = 4.0 if t.recompute else 3.0
     gathers = 3 if t.recompute else 2  # forward, backward (and the recomputed forward)
@@ -187,7 +189,7 @@ def update_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None) -
     memo: dict = {}
     optimizer = optimizer_time(plan)
     for _ in range(a.ppo_epochs):
-        for chunk in np.array_split(np.asarray(seqs), a.minibatches):
+        for chunk in np.array_split(np.asarray(seqs), minibatches or a.minibatches):
             total += _pass_time(plan, chunk, factor, gathers, reduce_scatters=1, memo=memo,
                                 priced_ranks=priced_ranks)
             total += optimizer

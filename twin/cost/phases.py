@@ -53,10 +53,12 @@ def generation_bound(costs: EngineCosts, engines: int, step: StepSample) -> dict
     return {"tail": float(tail), "bulk": float(bulk)}
 
 
-def learner_phases(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None) -> dict[str, float]:
+def learner_phases(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None,
+                   minibatches: int | None = None) -> dict[str, float]:
     """Seconds of each learner phase for one step's sequences (prompt + response tokens).
     ``priced_ranks``: price only that many of the most loaded data-parallel ranks (a lower
-    bound; None: all of them, as the simulation does)."""
+    bound; None: all of them, as the simulation does). ``minibatches``: optimizer steps per
+    epoch over ``seqs`` (default the algorithm's; a chunk of a step has its share)."""
     a = plan.algorithm
     forward = forward_pass_time(plan, seqs, priced_ranks)
     out: dict[str, float] = {}
@@ -64,7 +66,7 @@ def learner_phases(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None
         out["old_logprob"] = forward
     if a.reference:
         out["reference"] = forward
-    out["update_actor"] = update_time(plan, seqs, priced_ranks)
+    out["update_actor"] = update_time(plan, seqs, priced_ranks, minibatches)
     if a.critic:  # the value model: same architecture, a forward for values and its own update
         out["critic"] = forward + out["update_actor"]
     return {k: float(v) for k, v in out.items()}
