@@ -186,8 +186,8 @@ def test_take_hands_over_the_first_groups_to_complete():
     from unittest import mock
     real = producer_module.sample_batch
 
-    def scripted(scenario, groups, rng, responses=None, response_dist=None):
-        batch = real(scenario, groups, rng, responses, response_dist)
+    def scripted(scenario, groups, rng, responses=None, response_dist=None, step=1):
+        batch = real(scenario, groups, rng, responses, response_dist, step)
         batch.gen = np.asarray(lengths[:groups], float)
         return batch
 
