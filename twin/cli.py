@@ -99,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", metavar="PATH", help="write a Chrome trace (open in Perfetto)")
     run.add_argument("--no-verdict", action="store_true",
                      help="skip the marginal-gain re-simulations (one per pressure)")
+    run.add_argument("--sample-steps", type=int, metavar="K",
+                     help="for long runs: simulate K steps per segment (schedule windows, tenths of the run) "
+                     "and extrapolate the whole run's time and binding links (docs/fit.md states the error)")
+    run.add_argument("--until", action="append", default=[], metavar="trajectories=N|tokens=N",
+                     help="also report the time until the run has trained on N trajectories or generated N "
+                     "tokens (repeatable; beyond run.steps: extrapolated at the last step's rate)")
     whatif = sub.add_parser("whatif", help="what each extra unit of a pressure buys: the sensitivity table",
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             description="Re-simulate the scenario once per pressure, each raised alone, "
@@ -316,11 +322,18 @@ def _run(args) -> int:
         if source is not None:
             raise InputError("give a scenario or --from FRAMEWORK FILE..., not both", field="--from", value=source)
         source, args.overrides = scenario_from(args.from_files, args.overrides), []
+    from twin.analysis.run import parse_until
+
+    until = [parse_until(u) for u in args.until]
     plan = runner.prepare(source, args.overrides)
     _warn(plan)
     compile_notice()
+    if args.sample_steps is not None:
+        return _sample_steps(args, plan, outputs)
     with progress_printer(plan.run.steps) as progress:
         report = runner.simulate(plan, progress)
+    if until:
+        report = report.with_time_to(until)
     if not args.no_verdict:
         with count_printer("verdict: re-simulating each pressure") as counted:
             report = report.with_verdict(judge(report, progress=counted))
@@ -331,6 +344,26 @@ def _run(args) -> int:
     else:
         print(render_run(report.to_dict()))
     outputs.commit({"--json": text, "--trace": trace})
+    return 0
+
+
+def _sample_steps(args, plan, outputs) -> int:
+    """``twin run --sample-steps K``: the whole run extrapolated from K steps per segment."""
+    from twin.analysis.extrapolate import extrapolate_run
+    from twin.progress import count_printer
+    from twin.render import render_estimate
+
+    if args.sample_steps < 1 or args.trace or args.until:
+        raise InputError("--sample-steps estimates the run's time alone: K >= 1, without --trace or --until",
+                         field="--sample-steps", value=args.sample_steps, allowed="an integer >= 1")
+    with count_printer("simulating segments") as counted:
+        estimate = extrapolate_run(plan, args.sample_steps, counted)
+    text = json.dumps({"run_estimate": estimate}, indent=2, sort_keys=True) + "\n"
+    if args.json_path == "-":
+        sys.stdout.write(text)
+    else:
+        print(render_estimate(plan.scenario.name, estimate))
+    outputs.commit({"--json": text})
     return 0
 
 

@@ -117,9 +117,9 @@ def script(monkeypatch, lengths, filtered=(), *, repeat: bool = False) -> None:
     lengths, flags = list(lengths), list(filtered)
     admitted = 0
 
-    def scripted(scenario, groups, rng, responses=None, response_dist=None):
+    def scripted(scenario, groups, rng, responses=None, response_dist=None, step=1):
         nonlocal admitted
-        batch = sample_batch(scenario, groups, rng, responses, response_dist)
+        batch = sample_batch(scenario, groups, rng, responses, response_dist, step)
         if responses is not None:
             return batch
         assert repeat or admitted + groups <= len(lengths), "more groups admitted than the case scripts"
@@ -186,8 +186,8 @@ def test_take_hands_over_the_first_groups_to_complete():
     from unittest import mock
     real = producer_module.sample_batch
 
-    def scripted(scenario, groups, rng, responses=None, response_dist=None):
-        batch = real(scenario, groups, rng, responses, response_dist)
+    def scripted(scenario, groups, rng, responses=None, response_dist=None, step=1):
+        batch = real(scenario, groups, rng, responses, response_dist, step)
         batch.gen = np.asarray(lengths[:groups], float)
         return batch
 

@@ -216,6 +216,48 @@ def check_tokens(field: str, dist) -> None:
                          field=field, value=_spec(dist), allowed=f"at most {MAX_CONTEXT_TOKENS:,} tokens; give a 'max'")
 
 
+MAX_WINDOWS = MAX_STEPS          # a schedule window per step at most
+
+
+def check_schedule(w) -> None:
+    """workload.schedule: windows ascending from the start, within the run's length bounds and
+    the lengths the engines and trainer are sized for (workload.response_tokens' and
+    workload.prompt_tokens' bounds)."""
+    windows = w.schedule.windows
+    if w.schedule.growth is not None and w.response_tokens.max is None:
+        raise InputError("growing lengths need the max response length they are capped at",
+                         field="workload.response_tokens.max", value=None,
+                         allowed="the engine's max response length, e.g. max: 16384")
+    _at_most("workload.schedule.windows", len(windows), MAX_WINDOWS,
+             "a schedule window per step is the finest a run can use", f"at most {MAX_WINDOWS:,} windows")
+    if windows and windows[0].from_step > 1:
+        raise InputError("the first schedule window must start the run", field="workload.schedule.windows[0].from_step",
+                         value=windows[0].from_step, allowed="0 or 1 (steps count from 1)")
+    for i in range(1, len(windows)):
+        if windows[i].from_step <= max(windows[i - 1].from_step, 1):
+            raise InputError("schedule windows must ascend by from_step", field=f"workload.schedule.windows[{i}].from_step",
+                             value=windows[i].from_step, allowed=f"> {max(windows[i - 1].from_step, 1)} "
+                             f"(windows[{i - 1}].from_step)")
+        _at_most(f"workload.schedule.windows[{i}].from_step", windows[i].from_step, MAX_STEPS,
+                 "beyond the longest run", f"at most {MAX_STEPS:,}")
+    cap, prompt_cap = float(w.max_response_tokens), w.prompt_tokens.upper_bound()
+    for i, win in enumerate(windows):
+        reach = win.response_tokens.upper_bound()
+        if not reach <= cap:
+            raise InputError(f"window {i}'s responses reach {reach:,.0f} tokens, beyond the max response length "
+                             f"{cap:,.0f} (workload.response_tokens' bound, which sizes the engines)",
+                             field=f"workload.schedule.windows[{i}].response_tokens", value=_spec(win.response_tokens),
+                             allowed=f"a 'max' of at most {cap:,.0f}, or raise workload.response_tokens' bound")
+        if win.prompt_tokens is not None:
+            check_tokens(f"workload.schedule.windows[{i}].prompt_tokens", win.prompt_tokens)
+            reach = win.prompt_tokens.upper_bound()
+            if np.isfinite(prompt_cap) and not reach <= prompt_cap:
+                raise InputError(f"window {i}'s prompts reach {reach:,.0f} tokens, beyond workload.prompt_tokens' "
+                                 f"bound {prompt_cap:,.0f}, which sizes the engines and trainer",
+                                 field=f"workload.schedule.windows[{i}].prompt_tokens", value=_spec(win.prompt_tokens),
+                                 allowed=f"a 'max' of at most {prompt_cap:,.0f}, or raise workload.prompt_tokens' bound")
+
+
 def check_tool_calls(dist) -> None:
     far = reach(dist)
     if not far <= MAX_TOOL_CALLS:

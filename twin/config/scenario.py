@@ -293,6 +293,39 @@ class MultiTurn(Strict):
         return self
 
 
+class ScheduleWindow(Strict):
+    """Lengths from one training step on, until the next window's ``from_step``."""
+
+    from_step: int = Field(ge=0, description="First training step the window applies to, counted from 1 as "
+                           "verl and TRL log them (0 is read as 1: from the start). Steps ascend.")
+    response_tokens: Distribution = Field(description="Tokens generated per turn in this window; bounded by "
+                                          "workload.response_tokens' max (the engine's max response length).")
+    prompt_tokens: Distribution | None = Field(default=None, description="Prompt length in this window "
+                                               "(default: workload.prompt_tokens, which bounds it).")
+
+
+class Growth(Strict):
+    """A stated drift: response lengths multiplied by ``(1 + per_step)`` each training step."""
+
+    per_step: float = Field(gt=-1, le=1, description="Relative change of every response length per step: a "
+                            "length drawn at step s is × (1 + per_step)^(s − from_step of the window in force), "
+                            "then capped at the max response length (0.005: +0.5% a step).")
+
+
+class Schedule(Strict):
+    """Response (and prompt) lengths as a function of the training step: piecewise by step windows
+    (``twin fit`` writes them from a run's logs) and/or a stated growth. A trajectory's lengths
+    are drawn from the step its policy version would train, ``version + 1``, at admission: with
+    staleness, a group admitted under version v draws step v+1's lengths even if a later step
+    trains on it."""
+
+    windows: list[ScheduleWindow] = Field(default_factory=list, description="Step windows, ascending "
+                                          "from_step, the first from step 0 or 1; none: workload.response_tokens "
+                                          "from the start.")
+    growth: Growth | None = Field(default=None, description="Growth of response lengths per step within each "
+                                  "window (from step 1 without windows); none by default.")
+
+
 class Workload(Strict):
     prompt_tokens: Distribution = Field(
         default=Fixed(kind="fixed", value=141), description="Prompt length (tokens)."
@@ -302,6 +335,8 @@ class Workload(Strict):
         description="Tokens generated per turn; its max is the engine's max response length.",
     )
     multi_turn: MultiTurn | None = Field(default=None, description="Tool calls between turns (agentic RL); none by default.")
+    schedule: Schedule | None = Field(default=None, description="Lengths that change over the run (by step "
+                                      "window or a stated growth); none: the same lengths every step.")
 
     @field_validator("response_tokens")
     @classmethod
@@ -314,11 +349,36 @@ class Workload(Strict):
     def _sizes(self) -> Workload:
         limits.check_tokens("workload.prompt_tokens", self.prompt_tokens)
         limits.check_tokens("workload.response_tokens", self.response_tokens)
+        if self.schedule is not None:
+            limits.check_schedule(self)
         return self
+
+    def at_step(self, step: int):
+        """(prompt, response) length distributions in force at training step ``step`` (from 1)."""
+        s = self.schedule
+        if s is None:
+            return self.prompt_tokens, self.response_tokens
+        start, prompt, response = 1, self.prompt_tokens, self.response_tokens
+        for w in s.windows:
+            if w.from_step > step:
+                break
+            start, response = max(w.from_step, 1), w.response_tokens
+            prompt = w.prompt_tokens or self.prompt_tokens
+        if s.growth is not None and step > start:
+            factor = (1.0 + s.growth.per_step) ** (step - start)
+            cap = min(response.max if response.max is not None else np.inf, float(self.max_response_tokens))
+            # Scale multiplies a draw before the clip: the median and mean grow, capped at the max.
+            response = response.model_copy(update={"scale": min(response.scale * factor, 1e6), "max": cap})
+        return prompt, response
 
     @property
     def max_response_tokens(self) -> int:
-        return int(self.response_tokens.upper_bound())
+        """The engine's max response length: response_tokens' bound (its ``max`` when a schedule
+        grows the lengths toward it)."""
+        r = self.response_tokens
+        if self.schedule is not None and self.schedule.growth is not None and r.max is not None:
+            return int(r.max)
+        return int(r.upper_bound())
 
 
 # --------------------------------------------------------------------------- weight sync
@@ -496,6 +556,8 @@ def _surely_up_to(dist: Distribution) -> float:
 def resolved_dict(scenario: Scenario) -> dict[str, Any]:
     """The scenario as plain data; hardware profiles appear by name with their source."""
     data = scenario.model_dump(mode="json")
+    if data["workload"].get("schedule") is None:
+        data["workload"].pop("schedule", None)  # stationary lengths: the report reads as before schedules
     cluster = data["cluster"]
     for key in ("gpu", "host", "intra_node_link", "inter_node_link"):
         prof = getattr(scenario.cluster, key)

@@ -190,7 +190,7 @@ class Producer:
             n = min(n, self.plan.algorithm.prompts_per_step)  # one batch at a time (verl one-step-off)
         if n <= 0:
             return
-        batch = sample_batch(self.plan.scenario, n, self.rng)
+        batch = sample_batch(self.plan.scenario, n, self.rng, step=self.version + 1)  # the step it trains (no staleness)
         first_group = self.groups.total
         self.groups.extend(n, size=self.plan.algorithm.responses_per_prompt, done=0, ready=math.inf,
                            filtered=batch.filtered, consumed=False, version=self.version,
@@ -209,7 +209,7 @@ class Producer:
         n = prompts * samples
         if n == 0:
             return
-        batch = sample_batch(self.plan.scenario, prompts, self.rng, responses=samples)
+        batch = sample_batch(self.plan.scenario, prompts, self.rng, responses=samples, step=self.version + 1)
         ids = EVAL_ID_BASE + np.arange(n, dtype=np.int64) + self.eval_pending
         gen = batch.generated()
         self.pool.submit(ids, batch.prompt.astype(np.int64), gen.astype(np.int64), self.clock)
