@@ -38,3 +38,23 @@ def test_fp8_trainer_gemms_are_faster_and_defaults_change_nothing():
     same = rank_compute_time(plan_of(BASE, ["placement.trainer.dtype=bf16"]), 16384, 16384 * 8192, "train")
     fp8 = rank_compute_time(plan_of(BASE, ["placement.trainer.dtype=fp8"]), 16384, 16384 * 8192, "train")
     assert same == bf16 and fp8 < bf16
+
+
+def test_fp8_engines_move_half_the_weights_when_colocated_engines_sleep_and_wake():
+    from twin.cost.phases import switch_time
+
+    col = {"model": "qwen2.5-7b", "placement": {"mode": "colocated"}}
+    assert switch_time(plan_of(col, ["placement.rollout.dtype=fp8"])) < switch_time(plan_of(col))
+
+
+def test_an_fp8_rollout_scenario_runs_end_to_end():
+    from twin import runner
+
+    data = {**BASE, "placement": {"mode": "disaggregated", "rollout": {"dtype": "fp8"}},
+            "algorithm": {"prompts_per_step": 8, "responses_per_prompt": 2},
+            "workload": {"prompt_tokens": {"kind": "fixed", "value": 64},
+                         "response_tokens": {"kind": "fixed", "value": 64}}, "run": {"steps": 2}}
+    fp8 = runner.run(data).to_dict()
+    bf16 = runner.run({**data, "placement": {"mode": "disaggregated"}}).to_dict()
+    assert fp8["counters"]["weight_sync_s"] < bf16["counters"]["weight_sync_s"]
+    assert fp8["breakdown"]["generation"] < bf16["breakdown"]["generation"]

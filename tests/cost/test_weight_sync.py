@@ -109,3 +109,19 @@ def test_delta_sync_sends_the_changed_fraction_with_indices_and_pays_a_compare()
 
 def test_default_sync_has_no_precision_pass():
     assert weight_sync_cost(plan_of({"model": "qwen3-4b"})).convert_precision_s == 0
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(method=st.sampled_from(["nccl_broadcast", "nccl_reshard", "checkpoint", "checkpoint_engine", "nixl"]),
+       bucket=st.sampled_from([0, 2**20, 64 * 2**20, 2**30, 2**34]),
+       rate=st.floats(1e9, 1e11), delta=st.booleans(), fp8=st.booleans())
+def test_a_faster_receiver_never_slows_a_sync(method, bucket, rate, delta, fp8):
+    sets = [f"weight_sync.method={method}", f"weight_sync.bucket_bytes={bucket}",
+            f"weight_sync.delta={str(delta).lower()}"] + (["placement.rollout.dtype=fp8"] if fp8 else [])
+    slow = weight_sync_cost(plan_of(SEP, sets + [f"weight_sync.staging_bytes_per_s={rate}"]))
+    fast = weight_sync_cost(plan_of(SEP, sets + [f"weight_sync.staging_bytes_per_s={2 * rate}"]))
+    assert 0 < fast.total_s <= slow.total_s + 1e-12
+    assert fast.total_s < float("inf")
