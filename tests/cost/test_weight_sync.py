@@ -125,3 +125,11 @@ def test_a_faster_receiver_never_slows_a_sync(method, bucket, rate, delta, fp8):
     fast = weight_sync_cost(plan_of(SEP, sets + [f"weight_sync.staging_bytes_per_s={2 * rate}"]))
     assert 0 < fast.total_s <= slow.total_s + 1e-12
     assert fast.total_s < float("inf")
+
+
+@pytest.mark.parametrize("method", ["nccl_broadcast", "nccl_reshard", "checkpoint_engine", "nixl"])
+def test_methods_between_separate_pools_are_refused_when_the_pools_share_gpus(method):
+    from twin.errors import InputError
+
+    with pytest.raises(InputError, match="weight_sync.method"):
+        plan_of({"model": "qwen3-4b"}, [f"weight_sync.method={method}"])

@@ -445,6 +445,11 @@ class Scenario(Strict):
             raise InputError(f"a {self.reward.kind} reward needs GPUs",
                              field="placement.reward_model_gpus", value=0,
                              allowed=f">= reward.tp ({self.reward.tp})")
+        method = self.weight_sync.method
+        if mode(p.mode).shares_gpus and method in ("nccl_broadcast", "nccl_reshard", "checkpoint_engine", "nixl"):
+            raise InputError(f"weight sync method {method} moves weights from the trainer's GPUs to separate "
+                             f"rollout GPUs; mode {p.mode} runs both on the same GPUs", field="weight_sync.method",
+                             value=method, allowed=f"auto, reshard or checkpoint with mode {p.mode}")
         return self
 
     @model_validator(mode="after")
