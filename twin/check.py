@@ -63,6 +63,10 @@ def render_check(plan: Plan, report: dict[str, Any], resolved: bool = False) -> 
         + (f", sp {p.trainer.sp}" if p.trainer.sp > 1 else "") + ", "
         f"ZeRO-{p.trainer.zero_stage})"
     )
+    roles = [f"{role} {dtype}" for role, dtype in (("rollout weights", s.rollout_dtype), ("KV cache", s.kv_dtype),
+                                                   ("trainer GEMMs", s.trainer_dtype)) if dtype != arch.dtype]
+    if roles:  # placement.rollout.dtype / kv_dtype, placement.trainer.dtype
+        lines.append("Precision: " + ", ".join(roles) + f" (the model's: {arch.dtype})")
     lines.append(f"Step: {a.prompts_per_step} prompts × {a.responses_per_prompt} responses = "
                  f"{a.trajectories_per_step} trajectories")
     lines.append("")

@@ -82,6 +82,21 @@ class Plan:
         return self.scenario.placement.rollout.tp
 
     @property
+    def rollout_dtype(self) -> str:
+        """Precision of the engines' weights and GEMMs (placement.rollout.dtype, else the model's)."""
+        return self.scenario.placement.rollout.dtype or self.scenario.model.dtype
+
+    @property
+    def kv_dtype(self) -> str:
+        """Precision of the engines' KV cache (placement.rollout.kv_dtype, else the model's)."""
+        return self.scenario.placement.rollout.kv_dtype or self.scenario.model.dtype
+
+    @property
+    def trainer_dtype(self) -> str:
+        """Precision of the trainer's GEMMs (placement.trainer.dtype, else the model's)."""
+        return self.scenario.placement.trainer.dtype or self.scenario.model.dtype
+
+    @property
     def rollout_engines(self) -> int:
         return self.rollout_gpus // self.rollout_tp
 

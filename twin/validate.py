@@ -166,7 +166,9 @@ def _solve(source: Source, case: Case, metric_name: str, target: float) -> tuple
             lo = mid
         else:
             hi = mid
-    return round(math.exp((lo + hi) / 2), 4), bracketed
+    value_at = math.exp((lo + hi) / 2)
+    # four decimals, or four significant digits for a small parameter (seconds per tensor)
+    return (round(value_at, 4) if value_at >= 1 else float(f"{value_at:.4g}")), bracketed
 
 
 def _fit_case(source: Source, path: Path) -> Case:

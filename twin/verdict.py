@@ -92,10 +92,12 @@ def _faster_network(plan: Plan, report: Report) -> Overrides:
 
 
 def _faster_sync(plan: Plan, report: Report) -> Overrides:
-    from twin.cost.weight_sync import convert_rate, staging_rate
+    from twin.cost.weight_sync import call_overhead, convert_rate, staging_rate, tensor_overhead
 
     return {"weight_sync.gather_convert_bytes_per_s": 2 * convert_rate(plan),
-            "weight_sync.staging_bytes_per_s": 2 * staging_rate(plan)}
+            "weight_sync.staging_bytes_per_s": 2 * staging_rate(plan),
+            "weight_sync.call_overhead_s": call_overhead(plan) / 2,
+            "weight_sync.tensor_overhead_s": tensor_overhead(plan) / 2}
 
 
 def rollout_share_bounds(plan: Plan, report: Report) -> tuple[float, float]:
@@ -191,7 +193,7 @@ PRESSURES: dict[str, Pressure] = {p.name: p for p in (
              "×2 reward workers (sandboxes, CPU cores or reward-model GPUs)", "reward", _more_reward),
     Pressure("network_x2", "faster links", "×2 link bandwidth (NVLink and network)", "weight_sync",
              _faster_network),
-    Pressure("weight_sync_x2", "faster weight sync", "×2 weight-sync software speed (gather/convert and staging)",
+    Pressure("weight_sync_x2", "faster weight sync", "×2 weight-sync software speed (gather/convert, staging, per-call and per-tensor costs)",
              "weight_sync", _faster_sync),
     Pressure("staleness_plus1", "staleness +1", "+1 staleness", "rollout", _more_staleness,
              "+1 staleness (async pools on the same GPUs)"),

@@ -15,7 +15,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from twin.config.distributions import Component, Distribution, Fixed, Mixture
 from twin.config import limits
-from twin.config.hardware import DeviceProfile, HostProfile, LinkProfile, Strict
+from twin.config.hardware import DeviceProfile, Dtype, HostProfile, LinkProfile, Strict
 from twin.config.model import ModelArch
 from twin.config.registry import resolve_model, resolve_profile
 from twin.errors import InputError
@@ -126,6 +126,15 @@ class RolloutPlacement(Strict):
         description="Fraction of GPU memory the engine may take for weights + KV cache (vLLM 0.9).",
     )
     block_size: Count = Field(default=16, description="KV-cache block size in tokens (vLLM 16).")
+    dtype: Dtype | None = Field(
+        default=None,
+        description="Precision of the engines' weights and GEMMs (vLLM quantization=fp8: fp8). fp8 halves "
+        "the weight bytes a step reads and runs GEMMs at the GPU profile's fp8 peak; weight sync then "
+        "quantises (weight_sync.quantise_on). Default: the model's dtype.")
+    kv_dtype: Dtype | None = Field(
+        default=None,
+        description="Precision of the KV cache (vLLM kv_cache_dtype). Default: the model's dtype, "
+        "whatever the weights' (vLLM's auto).")
     router: Literal["round_robin", "least_loaded"] = Field(
         default="least_loaded", description="How new requests pick an engine.")
     scheduling: Literal["overlapped", "synchronous"] = Field(
@@ -164,6 +173,11 @@ class TrainerPlacement(Strict):
         default=3, description="0: DDP; 1: shard optimizer; 2: + grads; 3: + params (FSDP)."
     )
     recompute: bool = Field(default=True, description="Activation checkpointing (verl's default).")
+    dtype: Dtype | None = Field(
+        default=None,
+        description="Precision of the trainer's GEMMs (fp8: TransformerEngine fp8 recipes, at the GPU "
+        "profile's fp8 peak). Weights, gradients and optimizer state keep theirs. Default: the model's "
+        "dtype.")
     offload_optimizer: bool = Field(
         default=False, description="Colocated: optimizer state waits on the host while the engine "
         "generates (verl optimizer_offload; NeMo-RL offloads before refit).")
@@ -383,15 +397,50 @@ class Workload(Strict):
 
 # --------------------------------------------------------------------------- weight sync
 class WeightSync(Strict):
-    """How new weights reach the rollout engines after an optimizer step."""
+    """How new weights reach the rollout engines after an optimizer step (twin/cost/weight_sync.py;
+    docs/cost-models.md, weight sync)."""
 
-    method: Literal["auto", "reshard", "nccl_broadcast", "nccl_reshard", "checkpoint"] = Field(
+    method: Literal["auto", "reshard", "nccl_broadcast", "nccl_reshard", "checkpoint", "checkpoint_engine",
+                    "nixl"] = Field(
         default="auto",
         description="auto: reshard when colocated, nccl_broadcast otherwise; nccl_reshard is "
-        "NeMo-RL's shard-to-shard refit between separate pools.",
+        "NeMo-RL's shard-to-shard refit between separate pools; checkpoint_engine: buckets broadcast "
+        "to every rollout node's host memory, each GPU copies its part in (H2D), stages pipelined; "
+        "nixl: each rollout GPU pulls its shard from the trainer GPUs by RDMA (NIXL/UCX), double-"
+        "buffered so the wire overlaps loading.",
     )
-    bucket_bytes: float = Field(default=512 * 2**20, gt=0,
-                                description="Bucket size for gathering and sending (verl 512 MiB).")
+    bucket_bytes: float = Field(
+        default=512 * 2**20, ge=0,
+        description="Bucket size for gathering and sending (verl 512 MiB): each bucket costs one call "
+        "(call_overhead_s) and the pipelined methods fill and drain one bucket. 0: no bucketing, one "
+        "call per tensor (naive per-parameter loops).")
+    call_overhead_s: float | None = Field(
+        default=None, ge=0, le=10,
+        description="Software cost of one sync call (an RPC to the engines, a load_weights call and a "
+        "collective launch): paid per bucket, or per tensor when bucket_bytes is 0 (default fitted on "
+        "SkyRL #161).")
+    tensor_overhead_s: float | None = Field(
+        default=None, ge=0, le=1,
+        description="Receiver-side cost of loading one tensor (name mapping, slicing, copy launch), per "
+        "rollout GPU and tensor it loads (default fitted on NeMo-RL's DeepSeek-V3 NIXL refit).")
+    expert_transfer: Literal["local", "full"] = Field(
+        default="local",
+        description="checkpoint_engine, nixl: local sends each rollout GPU only its slice of the routed "
+        "experts (NeMo-RL shard_expert_weights); full sends every GPU all experts and its loader keeps "
+        "its slice.")
+    delta: bool = Field(
+        default=False,
+        description="Send only the weights changed since the last sync, with their indices (delta / "
+        "sparse sync): the sender compares against a baseline, the receiver applies in place.")
+    delta_density: float = Field(
+        default=0.03, gt=0, le=1,
+        description="delta: fraction of the weights that changed (slime's ~3%; HF's delta-sync blog "
+        "~1% of bf16 weights).")
+    quantise_on: Literal["sender", "receiver"] = Field(
+        default="sender",
+        description="When placement.rollout.dtype differs from the model's: sender quantises before "
+        "sending (rollout-dtype bytes on the wire); receiver quantises while loading (NeMo-RL's FP8 "
+        "vLLM load path; model-dtype bytes on the wire).")
     gather_convert_bytes_per_s: float | None = Field(
         default=None, gt=0,
         description="Sender-side gather/convert/bucketing throughput (default fitted on verl's 72B).",
@@ -484,6 +533,11 @@ class Scenario(Strict):
             raise InputError(f"a {self.reward.kind} reward needs GPUs",
                              field="placement.reward_model_gpus", value=0,
                              allowed=f">= reward.tp ({self.reward.tp})")
+        method = self.weight_sync.method
+        if mode(p.mode).shares_gpus and method in ("nccl_broadcast", "nccl_reshard", "checkpoint_engine", "nixl"):
+            raise InputError(f"weight sync method {method} moves weights from the trainer's GPUs to separate "
+                             f"rollout GPUs; mode {p.mode} runs both on the same GPUs", field="weight_sync.method",
+                             value=method, allowed=f"auto, reshard or checkpoint with mode {p.mode}")
         return self
 
     @model_validator(mode="after")

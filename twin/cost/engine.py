@@ -39,7 +39,8 @@ import numpy as np
 from twin.plan import Plan
 from twin.cost import transformer
 from twin.cost.collectives import Topology
-from twin.cost.memory import kv_shards, max_sequence_tokens, rollout_memory
+from twin.config.hardware import DTYPE_BYTES
+from twin.cost.memory import kv_bytes_per_token, kv_shards, max_sequence_tokens, rollout_memory
 from twin.cost.roofline import elementwise_op_time, memory_rate
 
 
@@ -95,14 +96,19 @@ def engine_costs(plan: Plan, kernels: transformer.Kernels = "fused") -> EngineCo
     tp, dtype = r.tp, arch.dtype
     n = np.arange(r.max_num_batched_tokens + 1, dtype=np.float64)
     logit_tokens = np.minimum(n, r.max_num_seqs)  # sampling needs logits only per sequence
-    peak = gpu.compute.peak(dtype)
+    peak = gpu.compute.peak(dtype)  # attention runs on the KV cache's activations, in the model's dtype
+    # placement.rollout.dtype (fp8 weights): GEMMs at the profile's peak for it, under the same
+    # efficiency curves (h100-sxm notes fp8 reaches 0.709 of its peak at large size against
+    # bf16's 0.803; one curve serves all dtypes), and the weights a step reads shrink with it.
+    gemm_peak = gpu.compute.peak(plan.rollout_dtype)
+    weight_scale = DTYPE_BYTES[plan.rollout_dtype] / arch.bytes_per_param
     c = gpu.compute
     per_call = 2.0 * transformer.body_params(arch) * np.maximum(n, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp
     body_eff = c.gemm_eff_array(per_call, n)
     head_eff = c.gemm_eff_array(2.0 * transformer.head_params(arch) * np.maximum(logit_tokens, 1.0) / tp, logit_tokens)
     linear_s = np.where(n > 0, (2.0 * transformer.body_params(arch) * n / body_eff
-                                + 2.0 * transformer.head_params(arch) * logit_tokens / head_eff) / (tp * peak), 0.0)
-    weight_bytes = np.array([transformer.weight_bytes_read(arch, k) for k in n]) / tp
+                                + 2.0 * transformer.head_params(arch) * logit_tokens / head_eff) / (tp * gemm_peak), 0.0)
+    weight_bytes = np.array([transformer.weight_bytes_read(arch, k) for k in n]) * weight_scale / tp
     weights_s = weight_bytes / memory_rate(gpu, float(weight_bytes[-1]))
     comm_s = np.zeros_like(n)
     if tp > 1:
@@ -138,7 +144,7 @@ def engine_costs(plan: Plan, kernels: transformer.Kernels = "fused") -> EngineCo
         attn_best *= gpu.compute.attention_efficiency_by_head_dim.at(transformer.attention_head_dim(arch))
     attn_s_per_pair = arch.attention_flops_per_token_pair / tp / (peak * attn_best)
     shards = kv_shards(arch, tp)
-    kv_bytes_per_gpu_token = arch.kv_bytes_per_token / shards
+    kv_bytes_per_gpu_token = kv_bytes_per_token(plan) / shards
     kv_s_per_token = kv_bytes_per_gpu_token / memory_rate(gpu, float(weight_bytes[-1]))
     kv_bytes = rollout_memory(plan).items["KV cache"]
     overhead = gpu.overhead.per_iteration_s if r.scheduling == "overlapped" else gpu.overhead.synchronous_step_s

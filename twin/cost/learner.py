@@ -64,7 +64,8 @@ def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
     work = transformer.elementwise_work_by_class(arch, tokens, kind, kernels=kernels, recompute=recompute)
     # a stage launches its layers' kernels (1/pp of them) once per micro-batch, each TP-split
     elementwise = elementwise_time_by_class(work, gpu, kernel_factor=micro / t.pp, byte_divisor=split)
-    busy = compute_time(gemm, gpu, arch.dtype, per_call, rows) + attention + elementwise
+    # placement.trainer.dtype: fp8 GEMMs (TransformerEngine) at the profile's fp8 peak; attention stays
+    busy = compute_time(gemm, gpu, plan.trainer_dtype, per_call, rows) + attention + elementwise
     return busy * pipeline_factor(micro, t.pp)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from twin.config.hardware import DTYPE_BYTES
 from twin.config.model import ModelArch
 from twin.plan import Plan
 from twin.errors import InputError
@@ -112,6 +113,12 @@ def kv_shards(arch: ModelArch, tp: int) -> int:
     return 1 if arch.mla else min(tp, arch.num_kv_heads)
 
 
+def kv_bytes_per_token(plan: Plan) -> float:
+    """KV-cache bytes one token occupies in the engines, at placement.rollout.kv_dtype."""
+    arch = plan.model
+    return arch.kv_bytes_per_token * DTYPE_BYTES[plan.kv_dtype] / arch.bytes_per_param
+
+
 def rollout_memory(plan: Plan) -> RoleMemory:
     arch, cap = plan.model, plan.gpu.memory.capacity_bytes
     r = plan.placement.rollout
@@ -123,13 +130,13 @@ def rollout_memory(plan: Plan) -> RoleMemory:
             offloaded = t.offload_optimizer if k.startswith("optimizer") else t.offload_params
             if not offloaded:
                 items[f"trainer {k}"] = v
-    items["weights"] = arch.weight_bytes / r.tp
+    items["weights"] = arch.total_params * DTYPE_BYTES[plan.rollout_dtype] / r.tp
     items["activation workspace"] = engine_workspace_bytes(arch, plan)
     budget = cap * r.gpu_memory_utilization
     kv = budget - sum(items.values())
     max_len = max_sequence_tokens(plan)
     # in whole KV blocks: the engine holds a sequence only if its blocks fit
-    need = -(-max_len // r.block_size) * r.block_size * arch.kv_bytes_per_token / kv_shards(arch, r.tp)
+    need = -(-max_len // r.block_size) * r.block_size * kv_bytes_per_token(plan) / kv_shards(arch, r.tp)
     problem = None
     if kv <= 0:
         problem = (f"weights and workspace take {sum(items.values()) / GiB:.1f} GiB per rollout GPU "

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twin.config.hardware import DTYPE_BYTES
 from twin.plan import Plan
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.cost.memory import offloaded_state_bytes
@@ -78,7 +79,8 @@ def switch_time(plan: Plan) -> float:
     or wakes (weights back), and offloaded trainer state moves the other way, over the
     GPU's host link."""
     arch, link = plan.model, plan.host_link
-    moved = arch.weight_bytes / plan.placement.rollout.tp + offloaded_state_bytes(arch, plan)
+    engine_weights = arch.total_params * DTYPE_BYTES[plan.rollout_dtype]  # placement.rollout.dtype
+    moved = engine_weights / plan.placement.rollout.tp + offloaded_state_bytes(arch, plan)
     return moved / (link.bandwidth_bytes_per_s * link.efficiency.at(moved)) + link.latency_s
 
 
