@@ -171,11 +171,13 @@ def _layout_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray) -> tuple[
     hidden states to the next stage (a point-to-point send, across nodes where the stages are).
     A sequence's token still takes the whole cycle, which is what the queue's iteration is.
 
-    Data-parallel attention with expert parallelism (wide EP): each of the tp GPUs runs the
-    attention, dense layers and head of its own n/tp tokens with whole weights (no all-reduce),
-    and every MoE layer dispatches its tokens' top-k rows to the experts' GPUs and combines them
-    back: two all-to-alls over the engine's GPUs per MoE layer and micro-batch. Expert GEMMs run
-    at the grouped-GEMM efficiency of one expert's rows.
+    Data-parallel attention with expert parallelism (wide EP, as SGLang runs it): each of the
+    tp GPUs runs the attention of its own n/tp tokens with whole attention weights (no
+    all-reduce); every MoE layer dispatches its tokens' top-k rows to the experts' GPUs and
+    combines them back (two all-to-alls over the engine's GPUs per MoE layer and micro-batch),
+    expert GEMMs at the grouped-GEMM efficiency of one expert's rows; dense FFN layers, shared
+    experts and the vocabulary stay tensor-split over all the tokens (a dense layer gathers and
+    scatters them: one all-reduce's traffic).
     """
     arch, gpu, r = plan.model, plan.gpu, plan.placement.rollout
     c, peak = gpu.compute, gpu.compute.peak(arch.dtype)
@@ -187,25 +189,30 @@ def _layout_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray) -> tuple[
     comm = np.zeros_like(n)
     if r.dp_attention:
         m = arch.moe
+        attention = arch.num_layers * arch.attention_params
         routed = arch.moe_layers * m.experts_per_token * arch.expert_params
-        dense = body - routed
-        rows = np.maximum(micro / tp, 1.0)
-        dense_eff = c.gemm_eff_array(2.0 * dense * rows / (transformer.GEMMS_PER_LAYER * arch.num_layers), rows)
+        other = body - attention - routed  # dense FFNs, shared experts, routers: TP-split over all tokens
+        own = np.maximum(micro / tp, 1.0)  # a GPU's own tokens of a micro-batch
+        attn_eff = c.gemm_eff_array(2.0 * attention * own / (2 * arch.num_layers), own)  # QKV and output
+        rows = np.maximum(micro, 1.0)
+        other_eff = c.gemm_eff_array(2.0 * other * rows / (2 * arch.num_layers) / tp, rows)
         expert_rows = np.maximum(micro * m.experts_per_token / m.num_experts, 1.0)
         expert_eff = c.gemm_eff_array(2.0 * expert_rows * h * m.expert_intermediate_size, expert_rows)
-        head_rows = np.maximum(logit_tokens / (tp * pp), 1.0)
-        head_eff = c.gemm_eff_array(2.0 * head * head_rows, head_rows)
-        flops_s = (2.0 * dense * n / dense_eff + 2.0 * routed * n / expert_eff
-                   + 2.0 * head * logit_tokens / head_eff) / (tp * pp * peak)
+        head_rows = np.maximum(logit_tokens / pp, 1.0)
+        head_eff = c.gemm_eff_array(2.0 * head * head_rows / tp, head_rows)
+        flops_s = (2.0 * attention * n / attn_eff + 2.0 * other * n / np.maximum(other_eff, 1e-9)
+                   + 2.0 * routed * n / expert_eff + 2.0 * head * logit_tokens / head_eff) / (tp * pp * peak)
+        attention_bytes = attention * b
         read = np.array([transformer.weight_bytes_read(arch, k) for k in micro])
-        touched = np.array([arch.moe_layers * (transformer.experts_touched(arch, k) * arch.expert_params) * b
-                            for k in micro])
-        weight_bytes = (read - touched) + touched / tp  # whole dense weights; its share of the experts
+        weight_bytes = attention_bytes + (read - attention_bytes) / tp  # whole attention; a share of the rest
         group = topo.gpus(0, tp)
         slope = topo.all_to_all_time(2.0, group) - topo.all_to_all_time(1.0, group)  # linear in bytes
         fixed = topo.all_to_all_time(1.0, group) - slope
         sent = micro / tp * m.experts_per_token * h * b
         comm = comm + np.where(n > 0, arch.moe_layers * 2 * (fixed + slope * sent), 0.0)
+        if arch.dense_layers:  # a dense FFN layer gathers the tokens and scatters its output back
+            ar_fixed, ar_byte = topo.collective_cost("all_reduce", group)
+            comm = comm + np.where(n > 0, arch.dense_layers * (ar_fixed + ar_byte * micro * h * b), 0.0)
     else:
         rows = np.maximum(micro, 1.0)
         body_eff = c.gemm_eff_array(2.0 * body * rows / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp, rows)

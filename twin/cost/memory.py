@@ -127,12 +127,13 @@ def engine_kv_shards(arch: ModelArch, rollout) -> int:
 
 def engine_weight_bytes(arch: ModelArch, rollout) -> float:
     """Weight bytes per engine GPU: 1/pp of the layers, each tensor-split (or, with expert
-    parallelism, its experts spread) over tp; with data-parallel attention everything but the
-    routed experts is whole on every GPU."""
+    parallelism, its experts spread) over tp; with data-parallel attention the attention
+    projections are whole on every GPU (the rest stays split: experts by EP, dense FFNs and the
+    vocabulary by TP, as SGLang runs DP attention)."""
     if not rollout.dp_attention:
         return arch.weight_bytes / (rollout.tp * rollout.pp)
-    experts = arch.moe_layers * arch.moe.num_experts * arch.expert_params * arch.bytes_per_param
-    return ((arch.weight_bytes - experts) + experts / rollout.tp) / rollout.pp
+    attention = arch.num_layers * arch.attention_params * arch.bytes_per_param
+    return (attention + (arch.weight_bytes - attention) / rollout.tp) / rollout.pp
 
 
 def rollout_memory(plan: Plan) -> RoleMemory:
