@@ -2,8 +2,7 @@
 
 Megatron lays a trainer out as TP × CP × DP × PP for the dense layers and, with MoE parallel
 folding, as EP × expert-DP × PP for the experts (experts not tensor-split): the ep ranks of an
-expert group are drawn from one pipeline stage's GPUs, consecutive data/context ranks, so an
-EP group of GPUs is ``ep`` ranks ``tp`` apart (tp innermost in Megatron's rank order).
+expert group are ep consecutive GPUs of one pipeline stage, whatever the attention's layout.
 
 A MoE layer, per micro-batch, on one GPU:
 
@@ -57,9 +56,11 @@ def _directions(kind: str, recompute: bool) -> int:
 
 
 def ep_group(plan: Plan, topo: Topology) -> range:
-    """The first EP group's GPUs: ``ep`` ranks ``tp`` apart (Megatron's rank order, tp innermost)."""
-    t = plan.placement.trainer
-    return range(0, t.tp * t.ep, t.tp)
+    """The first EP group's GPUs: ``ep`` consecutive ranks. MoE parallel folding orders the
+    expert layers' ranks expert-tp, ep, expert-dp, pp, independently of the attention's
+    tp-cp-dp-pp; with experts not tensor-split an EP group is ep neighbours (one node when ep
+    fits in one)."""
+    return topo.gpus(0, plan.placement.trainer.ep)
 
 
 def expert_gemm_time(plan: Plan, tokens: float, kind: str) -> float:
