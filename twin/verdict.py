@@ -129,7 +129,8 @@ def _split(plan: Plan, share: float) -> Overrides:
     most = (total - group) // tp * tp  # whole engines
     rollout = min(max(unit, round(total * share / unit) * unit), most)
     trainer = total - rollout
-    trainer -= trainer % group
+    staged = trainer - trainer % math.lcm(group, t.pp * t.ep)  # and stages that ep divides
+    trainer = staged if staged else trainer - trainer % group  # none: the scenario's check says why
     return {"placement.mode": "async", "placement.rollout.gpus": rollout, "placement.trainer.gpus": trainer}
 
 
