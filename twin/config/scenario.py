@@ -118,8 +118,9 @@ class RolloutPlacement(Strict):
                       "engine is tp × pp GPUs, each stage 1/pp of the layers, pp micro-batches in flight.")
     expert_parallel: bool = Field(
         default=False, description="MoE models: the experts of each MoE layer are spread over the engine's tp "
-        "GPUs (vLLM --enable-expert-parallel, SGLang --ep-size = tp) instead of each being tensor-split; every "
-        "MoE layer then dispatches and combines its tokens by all-to-all.")
+        "GPUs (vLLM --enable-expert-parallel, SGLang --ep-size = tp) instead of each being tensor-split. With "
+        "tensor-parallel attention every GPU sees every token and the same all-reduce sums the experts' "
+        "outputs (the cost of tp); with dp_attention each MoE layer dispatches and combines by all-to-all.")
     dp_attention: bool = Field(
         default=False, description="With expert_parallel: attention runs data-parallel over the engine's tp "
         "GPUs (SGLang --enable-dp-attention, vLLM data-parallel attention with expert parallelism), each GPU "
