@@ -1,4 +1,5 @@
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from twin.runner import plan as plan_of
 from twin.cost.memory import (max_sequence_tokens, rollout_memory, trainer_activation_bytes, trainer_memory,
@@ -122,3 +123,21 @@ def test_expert_state_shards_over_the_expert_data_parallel_ranks():
     opt = trainer_state_bytes(arch, ep)["optimizer (fp32 master, m, v)"]
     assert opt == pytest.approx(12 * ((arch.total_params - routed) / 64 + routed / 8 / 8))
     assert trainer_state_bytes(arch, flat)["optimizer (fp32 master, m, v)"] == pytest.approx(12 * arch.total_params / 64)
+
+
+@settings(max_examples=25, deadline=None)
+@given(nodes=st.sampled_from([2, 4, 8]), tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2, 4]),
+       ep=st.sampled_from([1, 2, 4, 8, 16]), zero=st.sampled_from([1, 3]))
+def test_ep_layouts_hold_every_parameter_once_across_the_trainer(nodes, tp, pp, ep, zero):
+    """Whatever the layout, ZeRO-3 holds each weight on exactly one GPU, and ZeRO-1 each
+    optimizer state: summed over the trainer's GPUs, 2 and 12 bytes × the model's parameters."""
+    gpus = 8 * nodes
+    if gpus % (tp * pp) or (gpus // pp) % ep:
+        return
+    plan = plan_of({"model": "qwen3-30b-a3b", "cluster": {"nodes": nodes},
+                    "placement": {"trainer": {"tp": tp, "pp": pp, "ep": ep, "zero_stage": zero}}})
+    state = trainer_state_bytes(plan.model, plan)
+    total = plan.model.total_params
+    assert state["optimizer (fp32 master, m, v)"] * gpus == pytest.approx(12 * total)
+    if zero == 3:
+        assert state["weights (16-bit)"] * gpus == pytest.approx(2 * total)
