@@ -14,10 +14,10 @@ A MoE layer, per micro-batch, on one GPU:
   rank's NIC). They sit between the router and the expert GEMMs: no overlap is assumed.
 * **expert GEMMs**: the rank computes its experts' rows; the busiest rank of an EP group
   sets the pace, ``expert_load_imbalance`` × the mean (a field; its default is stated there).
-  The experts run as a grouped GEMM whose efficiency is read off the profile's GEMM curve at
-  one expert's FLOP and token rows — far fewer rows than a dense GEMM of the micro-batch
-  (128 experts top-8: 1/16 of the rows per expert), which is what makes a fine-grained MoE
-  slower per FLOP than a dense model.
+  The experts run as one grouped GEMM per projection whose efficiency is read off the
+  profile's GEMM curves at the whole grouped GEMM's FLOP and at one expert's token rows — far
+  fewer rows than a dense GEMM of the micro-batch (128 experts top-8: 1/16 of the rows per
+  expert), which is what makes a fine-grained MoE slower per FLOP than a dense model.
 
 Context parallelism (ring attention, Megatron/TransformerEngine): a sequence's tokens are split
 over cp GPUs (load-balanced causal chunks), each GPU's attention covers 1/cp of the pairs, and in
@@ -69,9 +69,9 @@ def expert_gemm_time(plan: Plan, tokens: float, kind: str) -> float:
 
     Each GPU computes 1/(tp) of its tokens' routed rows on average (the tp ranks split the
     tokens before dispatch, EP spreads them over the ep ranks whose experts they chose); the
-    busiest EP rank does ``expert_load_imbalance`` times that. Efficiency: the GEMM curve at
-    one expert GEMM's FLOP and rows (gate+up and down, rows = micro-batch tokens · k · ep /
-    (tp · experts))."""
+    busiest EP rank does ``expert_load_imbalance`` times that. Efficiency: the GEMM curves at
+    the grouped GEMM's FLOP (all the rank's rows of a micro-batch) and at one expert's rows
+    (micro-batch tokens · k · ep / (tp · experts))."""
     arch, t, gpu = plan.model, plan.placement.trainer, plan.gpu
     if not arch.moe or tokens <= 0:
         return 0.0
@@ -81,8 +81,11 @@ def expert_gemm_time(plan: Plan, tokens: float, kind: str) -> float:
     flops = factor * 2.0 * routed_active_params(arch) * tokens / (t.tp * t.pp) * imbalance
     micro_tokens = min(float(t.micro_batch_tokens), tokens)
     m = arch.moe
-    rows = max(1.0, micro_tokens * m.experts_per_token * t.ep / (t.tp * m.num_experts))
-    per_call = 2.0 * rows * arch.hidden_size * m.expert_intermediate_size  # one of gate, up, down
+    routed_rows = micro_tokens * m.experts_per_token / t.tp  # the rank's rows of a micro-batch, all experts
+    rows = max(1.0, routed_rows * t.ep / m.num_experts)  # one expert's
+    # One grouped GEMM (gate, up or down) runs all the rank's experts in one kernel: its size is
+    # their rows together, its tiles as short as one expert's rows.
+    per_call = 2.0 * routed_rows * arch.hidden_size * m.expert_intermediate_size
     return compute_time(flops, gpu, arch.dtype, per_call, rows)
 
 
