@@ -8,6 +8,8 @@ Activations follow Korthikanti et al. (2022): about 34·h bytes per token per la
 with flash attention and sequence parallelism (divided by tp); with full recomputation only
 each layer's 2·h-byte input is kept, plus one layer recomputed at a time. Logits cost
 4 bytes per vocabulary entry per token twice (fp32 logits and their gradient).
+With expert parallelism the routed experts are split by ep·pp and ZeRO-sharded over the
+expert-data-parallel ranks, the rest by tp·pp and over dp·cp·sp (Megatron's MoE folding).
 The inference engine follows vLLM: it may take ``gpu_memory_utilization`` of the device for
 weights, activations and KV cache; what is left after weights and activations is KV cache.
 """
