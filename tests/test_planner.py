@@ -127,3 +127,16 @@ def test_vary_values_split_outside_brackets():
                                "algorithm.prompts_per_step=16, 32"])
     assert axes == {"workload.response_tokens": [{"kind": "fixed", "value": 512}, {"kind": "fixed", "value": 64}],
                     "algorithm.prompts_per_step": [16, 32]}
+
+
+def test_an_engine_of_whole_nodes_is_a_candidate_a_partial_node_is_not():
+    """tp 8 on 4-GPU nodes spans two whole nodes (its all-reduces cross the network, priced by
+    the engine's cost table); the scenario accepts it, so the planner keeps it."""
+    scenario, base = planner._base("grpo-8b-disaggregated", {"cluster.gpus_per_node": 4, "cluster.nodes": 4})
+    candidates = planner._generate(base, scenario, [{}], 16, 0)
+    feasible, pruned, _ = planner._prune(base, candidates)
+    assert pruned["tp_beyond_node"] == 0
+    assert any(c.tp == 8 for c in feasible)
+    scenario, base = planner._base("grpo-8b-disaggregated", {"cluster.gpus_per_node": 6, "cluster.nodes": 4})
+    _, pruned, examples = planner._prune(base, planner._generate(base, scenario, [{}], 24, 0))
+    assert pruned["tp_beyond_node"] >= 1 and "tp 8 on nodes of 6 GPUs" in examples["tp_beyond_node"]

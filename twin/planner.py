@@ -59,7 +59,7 @@ _PROBE = {"placement.mode": "colocated", "placement.rollout.gpus": None, "placem
 
 
 PRUNE_REASONS = {
-    "tp_beyond_node": "engine tp wider than a node",
+    "tp_beyond_node": "engine tp wider than a node and not whole nodes",
     "tp_heads": "engine tp does not divide the model's attention heads",
     "invalid": "invalid scenario",
     "memory": "does not fit in GPU memory",
@@ -558,7 +558,7 @@ def _prune(base: dict, candidates: list[Candidate]) -> tuple[list[Candidate], di
 
     for cand in candidates:
         ctx = cand.context
-        if cand.tp > ctx.gpus_per_node:
+        if cand.tp > ctx.gpus_per_node and cand.tp % ctx.gpus_per_node:  # whole nodes, as the scenario allows
             drop("tp_beyond_node", f"tp {cand.tp} on nodes of {ctx.gpus_per_node} GPUs")
             continue
         if not _heads_allow(ctx, cand.tp):

@@ -121,17 +121,18 @@ def _split(plan: Plan, share: float) -> Overrides:
     the rest."""
     c = plan.cluster
     total = c.total_gpus - plan.reward_model_gpus
-    tp = plan.rollout_tp
+    tp = plan.placement.rollout.engine_gpus  # GPUs of one engine
     unit = tp * c.gpus_per_node // math.gcd(tp, c.gpus_per_node)
     unit = max(tp, min(unit, c.gpus_per_node))
     if total < 2 * unit:  # one node: split it by engines
         unit = tp
     t = plan.placement.trainer
-    group = t.tp * t.pp * t.sp  # the trainer's smallest whole data-parallel rank
+    group = t.tp * t.pp * t.sp * t.cp  # the trainer's smallest whole data-parallel rank
     most = (total - group) // tp * tp  # whole engines
     rollout = min(max(unit, round(total * share / unit) * unit), most)
     trainer = total - rollout
-    trainer -= trainer % group
+    staged = trainer - trainer % math.lcm(group, t.pp * t.ep)  # and stages that ep divides
+    trainer = staged if staged else trainer - trainer % group  # none: the scenario's check says why
     return {"placement.mode": "async", "placement.rollout.gpus": rollout, "placement.trainer.gpus": trainer}
 
 
