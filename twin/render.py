@@ -67,8 +67,8 @@ def render_run(report: dict[str, Any]) -> str:
             if "error" in row:
                 lines.append(f"  {row['description']:62s} not possible here: {row['error']}")
                 continue
-            lines.append(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}%  "
-                         f"step {row['step_time_s']:.1f} s{pressure_note(row, verdict['marginal_gains'])}")
+            lines.append(f"  {row['description']:62s} {gain_text(row, 12)}  "
+                         f"step {row['step_time_s']:.1f} s{noise_note(row)}{pressure_note(row, verdict['marginal_gains'])}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report)]
@@ -77,6 +77,18 @@ def render_run(report: dict[str, Any]) -> str:
         for a in report["assumptions"]:
             lines.append(f"  {a['field']} = {a['value']}: {a['note']}")
     return "\n".join(lines)
+
+
+def gain_text(row: dict, width: int = 0) -> str:
+    """A sensitivity row's gain as printed: ``+12.3%``, or ``within noise`` when its band
+    (``noise``, from other seeds) holds it."""
+    text = "within noise" if row.get("within_noise") else f"{row['gain'] * 100:+.1f}%"
+    return f"{text:>{width}s}"
+
+
+def noise_note(row: dict) -> str:
+    """The band a verdict row's gain was read within, as ``  (noise 1.2%)``; empty without one."""
+    return f"  (noise {row['noise'] * 100:.1f}%)" if row.get("noise") is not None else ""
 
 
 def pressure_note(row: dict, rows: list[dict] | None = None) -> str:
