@@ -292,48 +292,50 @@ class Row:
 # built-ins (all but agentic-search-4b, every row re-simulated; docs/noise.md): pressured
 # runs spread up to 4.1x their baseline, but every row this rule skips spread at most 0.34 of
 # its gain (grpo-8b-disaggregated's faster weight sync, +3.2% at 3.1x a 1.05% baseline spread).
+# A row under the baseline's spread is not re-simulated either: the band is the larger of the
+# two spreads, so it is within noise whatever its own.
 NOISE_SKIP = 3.0
 
 
 NOISE_RULE = (
-    "Noise bands: the baseline is re-simulated with 2 other seeds (run.seed+1, +2); a row whose gain "
-    f"is under {NOISE_SKIP:g}x the baseline's spread across the 3 seeds ((max-min)/mean of useful "
-    "trajectories/h) is re-simulated with them too, and its band is the larger of the two spreads; "
-    "rows further out keep the baseline's (re-simulating them could not bring them inside). A gain "
-    "inside its band prints as 'within noise'.")
+    "Noise bands: the baseline is re-simulated with 2 other seeds (run.seed+1, +2); its spread "
+    "across the 3 seeds ((max-min)/mean of useful trajectories/h) is every row's band. A gain "
+    "smaller than it is within noise as it stands; a gain from 1x to "
+    f"{NOISE_SKIP:g}x it has its pressured scenario re-simulated with the same seeds, and its band "
+    "is the larger of the two spreads; a gain further out keeps the baseline's band (on the "
+    "built-ins no pressured run spread more than a third of such a gain). A gain inside its band "
+    "prints as 'within noise'.")
 
 
-def noise_bands(base: Report, rows: list[Row], workers: int | None = None,
-                progress: Callable[[int, int], None] | None = None) -> list[Row]:
-    """``rows`` with their noise bands: the baseline re-simulated with ``noise.EXTRA_SEEDS``
-    other seeds, then each row whose |gain| is under ``NOISE_SKIP`` × the baseline's spread
-    re-simulated with the same seeds (the rest keep the baseline's band). Same seed, same bands."""
+def noise_bands(base: Report, rows: list[Row], base_again: list[dict | InputError],
+                workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> list[Row]:
+    """``rows`` with their noise bands, given the baseline re-simulated with the other seeds
+    (``base_again``: ``noise.reseeded`` of its scenario, simulated): the baseline's spread is
+    every row's band; a row whose |gain| is at least that and under ``NOISE_SKIP`` times it is
+    re-simulated with the same seeds and its band is the larger of the two spreads. Same seed,
+    same bands."""
     from twin import noise
     from twin.config.load import apply_overrides
 
-    data = base.plan.scenario.model_dump(mode="json")
-    metric = _useful
-    first = [metric(r) for r in _ok(simulate_many(noise.reseeded(data), workers, progress))]
-    base_spread = noise.spread([base.useful_trajectories_per_hour] + first)
+    base_spread = noise.spread([base.useful_trajectories_per_hour] + [_useful(r) for r in _ok(base_again)])
     if base_spread is None:
         return rows
-    done = noise.EXTRA_SEEDS
-    close = [r for r in rows if r.gain is not None and abs(r.gain) < NOISE_SKIP * base_spread]
-    jobs = [d for r in close for d in noise.reseeded(apply_overrides(data, r.overrides or {}))]
-    tick = (lambda n, total: progress(done + n, done + total)) if progress else None
-    reports = simulate_many(jobs, workers, tick) if jobs else []
+    near = [r for r in rows if r.gain is not None and base_spread <= abs(r.gain) < NOISE_SKIP * base_spread]
+    data = base.plan.scenario.model_dump(mode="json")
+    jobs = [d for r in near for d in noise.reseeded(apply_overrides(data, r.overrides or {}))]
+    reports = simulate_many(jobs, workers, progress) if jobs else []
     spreads: dict[str, float | None] = {}
-    for i, r in enumerate(close):
-        again = [metric(rep) for rep in _ok(reports[i * noise.EXTRA_SEEDS:(i + 1) * noise.EXTRA_SEEDS])]
-        spreads[r.pressure.name] = noise.spread([r.useful_trajectories_per_hour] + again)
+    for i, r in enumerate(near):
+        again = reports[i * noise.EXTRA_SEEDS:(i + 1) * noise.EXTRA_SEEDS]
+        spreads[r.pressure.name] = noise.spread([r.useful_trajectories_per_hour] + [_useful(x) for x in _ok(again)])
     out = []
     for r in rows:
         if r.gain is None:
             out.append(r)
             continue
-        reseeded = r.pressure.name in spreads
         band = noise.band([base_spread, spreads.get(r.pressure.name)])
-        out.append(replace(r, noise=band, within_noise=noise.within(r.gain, band), reseeded=reseeded))
+        out.append(replace(r, noise=band, within_noise=noise.within(r.gain, band),
+                           reseeded=r.pressure.name in spreads))
     return out
 
 
@@ -351,7 +353,8 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
     """Re-simulate once per pressure (each alternative of it), in the runner's process pool;
     rows sorted by gain (largest first), a pressure that cannot apply last with its reason.
     Pressures that do not apply here at all (their lever is already pulled) have no row.
-    With ``noise`` (the default) each row carries its band (:func:`noise_bands`)."""
+    With ``noise`` (the default) each row carries its band (:func:`noise_bands`): the
+    baseline's other seeds run in the same batch as the pressures, a few rows again after."""
     from twin.config.load import apply_overrides
 
     plan = base.plan
@@ -361,7 +364,9 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
         overrides = pressure.overrides(plan, base)
         for alternative in [overrides] if isinstance(overrides, dict) else overrides or []:
             jobs.append((pressure, alternative))
-    reports = simulate_many([apply_overrides(base_data, o) for _, o in jobs], workers, progress)
+    again = noise_seeds(base_data) if noise else []  # the baseline's other seeds, in the same batch
+    reports = simulate_many([apply_overrides(base_data, o) for _, o in jobs] + again, workers, progress)
+    reports, base_again = reports[:len(jobs)], reports[len(jobs):]
     useful = base.useful_trajectories_per_hour
     base_gpus = sum(base.gpus.values())
     best: dict[str, Row] = {}  # per pressure, its best alternative (the first error if all fail)
@@ -384,10 +389,18 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
             best[p.name] = row
     rows = list(best.values())
     rows.sort(key=lambda r: (-(r.gain if r.gain is not None else -math.inf), r.pressure.name))
-    if noise and any(r.gain is not None for r in rows):
-        tick = (lambda n, total: progress(len(jobs) + n, len(jobs) + total)) if progress else None
-        rows = noise_bands(base, rows, workers, tick)
+    if noise:
+        first = len(jobs) + len(again)
+        tick = (lambda n, total: progress(first + n, first + total)) if progress else None
+        rows = noise_bands(base, rows, base_again, workers, tick)
     return rows
+
+
+def noise_seeds(data: dict) -> list[dict]:
+    """The scenario (as data) with the other seeds its noise band is measured with."""
+    from twin.noise import reseeded
+
+    return reseeded(data)
 
 
 DESCRIBE = {
