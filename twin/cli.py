@@ -99,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", metavar="PATH", help="write a Chrome trace (open in Perfetto)")
     run.add_argument("--no-verdict", action="store_true",
                      help="skip the marginal-gain re-simulations (one per pressure)")
+    run.add_argument("--no-noise", action="store_true",
+                     help="verdict without noise bands (no re-simulations with other seeds; docs/noise.md)")
     whatif = sub.add_parser("whatif", help="what each extra unit of a pressure buys: the sensitivity table",
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             description="Re-simulate the scenario once per pressure, each raised alone, "
@@ -110,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     whatif.add_argument("--pressure", dest="pressures", action="append", metavar="NAME|PATH=VALUE",
                         help="a pressure to try (repeatable; default: all built-in ones)")
     whatif.add_argument("--no-noise", action="store_true",
-                        help="skip the noise bands (the re-simulations with other seeds)")
+                        help="skip the noise bands (the re-simulations with other seeds; docs/noise.md)")
     sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles",
                    description="List the built-in scenarios (names for twin run/check/whatif), the model "
                    "presets (names for model:) and the hardware profiles by kind (names for cluster.gpu, "
@@ -322,7 +324,7 @@ def _run(args) -> int:
         report = runner.simulate(plan, progress)
     if not args.no_verdict:
         with count_printer("verdict: re-simulating each pressure") as counted:
-            report = report.with_verdict(judge(report, progress=counted))
+            report = report.with_verdict(judge(report, progress=counted, noise=not args.no_noise))
     text = report.to_json()
     trace = json.dumps(report.chrome_trace()) if args.trace else None
     if args.json_path == "-":

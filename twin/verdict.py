@@ -13,6 +13,9 @@ express (staleness on colocated GPUs) re-places the same GPUs as separate pools.
 them is itself the question a planner would ask, so the verdict tries the splits between two
 bounds and keeps the best: the rollout pool needs at least its share of the work at full batch
 (what it does once the tail no longer idles it) and at most its share of the step's time.
+
+Each gain is read within a noise band from other seeds (:func:`noise_bands`, docs/noise.md):
+one inside it is "within noise", not a gain.
 """
 
 from __future__ import annotations
@@ -364,7 +367,7 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
         overrides = pressure.overrides(plan, base)
         for alternative in [overrides] if isinstance(overrides, dict) else overrides or []:
             jobs.append((pressure, alternative))
-    again = noise_seeds(base_data) if noise else []  # the baseline's other seeds, in the same batch
+    again = noise_seeds(base_data) if noise and jobs else []  # the baseline's other seeds, in the same batch
     reports = simulate_many([apply_overrides(base_data, o) for _, o in jobs] + again, workers, progress)
     reports, base_again = reports[:len(jobs)], reports[len(jobs):]
     useful = base.useful_trajectories_per_hour
