@@ -205,3 +205,7 @@ def test_a_gain_within_noise_is_said_so_in_the_diagnosis_and_the_table():
     assert "faster links: within noise" in line and "more rollout GPUs: +20%" in line
     assert gain_text(rows[0], 14) == "  within noise" and gain_text(rows[1]) == "+20.0%"
     assert gain_text({"gain": -0.05}) == "-5.0%"  # no band: the gain as it is
+    from twin.render import noise_note
+
+    assert noise_note(rows[0], 0.01) == "" and noise_note(rows[0]) == "  (noise 1.0%)"  # said once above
+    assert noise_note({"noise": 0.02}, 0.01) == "  (noise 2.0%)" and noise_note({}) == ""

@@ -15,7 +15,7 @@ import sys
 from twin import runner
 from twin.config.load import apply_overrides
 from twin.noise import reseeded, spread
-from twin.verdict import sensitivity, resolve_pressures
+from twin.verdict import sensitivity
 
 
 def measure(name: str) -> None:

@@ -62,13 +62,17 @@ def render_run(report: dict[str, Any]) -> str:
         lines.append(f"  dropped {count:,} trajectories: {reason}")
     verdict = report.get("verdict")
     if verdict:
-        lines += ["", "What one more unit of each pressure buys (useful experience per hour)"]
+        bands = [r["noise"] for r in verdict["marginal_gains"] if r.get("noise") is not None]
+        least = min(bands) if bands else None  # the baseline's own spread: every row's band at least
+        lines += ["", "What one more unit of each pressure buys (useful experience per hour"
+                  + (f"; noise across seeds {least * 100:.1f}%)" if least is not None else ")")]
         for row in verdict["marginal_gains"]:
             if "error" in row:
                 lines.append(f"  {row['description']:62s} not possible here: {row['error']}")
                 continue
             lines.append(f"  {row['description']:62s} {gain_text(row, 12)}  "
-                         f"step {row['step_time_s']:.1f} s{noise_note(row)}{pressure_note(row, verdict['marginal_gains'])}")
+                         f"step {row['step_time_s']:.1f} s{noise_note(row, least)}"
+                         f"{pressure_note(row, verdict['marginal_gains'])}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report)]
@@ -86,9 +90,11 @@ def gain_text(row: dict, width: int = 0) -> str:
     return f"{text:>{width}s}"
 
 
-def noise_note(row: dict) -> str:
-    """The band a verdict row's gain was read within, as ``  (noise 1.2%)``; empty without one."""
-    return f"  (noise {row['noise'] * 100:.1f}%)" if row.get("noise") is not None else ""
+def noise_note(row: dict, usual: float | None = None) -> str:
+    """The band a verdict row's gain was read within, as ``  (noise 1.2%)``, where it is wider
+    than the ``usual`` one (the baseline's, said once above the rows); empty otherwise."""
+    noise = row.get("noise")
+    return f"  (noise {noise * 100:.1f}%)" if noise is not None and noise != usual else ""
 
 
 def pressure_note(row: dict, rows: list[dict] | None = None) -> str:

@@ -439,7 +439,8 @@ def diagnosis(bottleneck: list[dict], rows: list[dict]) -> str:
     line += " (binds, saturated)" if top["saturated"] else " (binds, not saturated)"
     ok = [r for r in rows if "gain" in r and r["link"] != "compute"]  # levers, not the sensitivity
     own = next((r for r in ok if r["pressure"] == OWN_PRESSURE.get(top["link"])), None)
-    shown = ([own] if own else []) + [r for r in ok[:2] if r is not own]
+    # The best two beside it, of those that are gains at all (not within noise).
+    shown = ([own] if own else []) + [r for r in ok if r is not own and not r.get("within_noise")][:2]
     parts = [f"{r['short']}: " + ("within noise" if r.get("within_noise") else f"{r['gain'] * 100:+.0f}%")
              for r in shown]
     return line + ("; " + ", ".join(parts) if parts else "")
