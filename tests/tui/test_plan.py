@@ -83,3 +83,28 @@ async def test_bad_budgets_are_explained_under_the_form():
         text = shown(app, "#plan-message")
         assert text.startswith("✗") and "max-staleness" in text, text
         assert app.plan is None and app.is_running
+
+
+@app_test
+async def test_esc_cancels_a_plan_between_simulations():
+    import time
+
+    def endless(request, gpus, max_staleness, progress=None):
+        """A planner that never ends by itself: only the cancel, raised from progress, stops it."""
+        done = 0
+        while True:
+            done += 1
+            progress(gpus, done, 10 ** 9, "simulating 2 steps")
+            time.sleep(0.01)  # the worker thread's pace, not a wait of the test
+
+    app = TwinApp(PLANNED, dict(SMALL), planner=endless)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        await tab_ready(pilot, "plan")
+        since = app.jobs_finished
+        await pilot.press("2", "enter")
+        await until(pilot, lambda: "simulating 2 steps" in app.query_one("RunStatus").text, "the plan's progress")
+        await pilot.press("escape")
+        await until(pilot, lambda: app.jobs_finished > since, "the cancel")
+        assert shown(app, "#plan-message") == "cancelled" and app.plan is None
+        assert app.query_one("RunStatus").text.startswith("Cancelled")
