@@ -185,6 +185,7 @@ class PlanView(VerticalScroll):
             plt.plot(xs, [u0 * g / g0 for g in xs], label="linear", marker="dot")
             plt.plot(xs, ys, label="best plan", marker="braille")
             plt.xticks(xs, [str(g) for g in xs])
+            plt.yticks(ys, [f"{u / 1000:,.0f}k" if u >= 10_000 else f"{u:,.0f}" for u in ys])
         plt.title("useful trajectories/h vs GPUs")
         plt.xlabel("GPUs")
         plot.display = bool(known)
