@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
                             "in parallel processes, and rank them by the useful experience per hour "
                             "they buy. Built-in pressures: " + ", ".join(_pressure_names()) + ". Any "
                             "scenario field works as a custom pressure: --pressure "
-                            "placement.rollout.gpus=96. " + _noise_rule())
+                            "placement.rollout.gpus=96.\n\n" + _noise_rule())
     scenario_args(whatif)
     whatif.add_argument("--pressure", dest="pressures", action="append", metavar="NAME|PATH=VALUE",
                         help="a pressure to try (repeatable; default: all built-in ones)")
