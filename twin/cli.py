@@ -28,7 +28,7 @@ from twin.output import Outputs
 
 EPILOG = """\
 examples:
-  twin list                                  built-in scenarios, models and hardware profiles
+  twin list                                  built-in scenarios, models, hardware and framework profiles
   twin check                                 the default built-in scenario: memory and estimates
   twin check scenarios/my-run.yaml --set placement.rollout.gpus=64 --set cluster.gpu=h200
   twin check grpo-7b-colocated --json -      the same as JSON on stdout
@@ -38,7 +38,7 @@ examples:
   twin whatif grpo-8b-disaggregated --pressure "placement.rollout.gpus=24,placement.trainer.gpus=8"
   twin plan grpo-8b-disaggregated --gpus 64  the best mode and split for 64 GPUs
   twin import verl run_dapo.sh --out my-run.yaml   a framework's launch script as a scenario
-  twin validate                              the twin against published runs (exit 1 on a miss)
+  twin validate [--cross]                    the twin against published runs (exit 1 on a miss)
   twin validate --probe                      the twin against a real torch RL loop on this machine
   twin calibrate --device cuda --out my-gpu.yaml   measure a GPU into a hardware profile
   twin tui                                   the interactive planner (pip install ".[tui]" from a clone)
@@ -132,6 +132,9 @@ def _parser() -> argparse.ArgumentParser:
                           help="also, for each source with a fitted parameter, the value every figure implies "
                           "on its own (how far apart they are says how consistent the model is with the "
                           "source; re-simulates each figure ~16 times)")
+    validate.add_argument("--cross", action="store_true",
+                          help="also, per framework profile (framework_profiles/): the values it fitted on one "
+                          "source and how the other sources that run under it are predicted with them")
     _plan_parser(sub, scenario_args)
     _import_parser(sub)
     _fit_parser(sub)
@@ -336,7 +339,8 @@ def _run(args) -> int:
 
 
 def _validate(args) -> int:
-    from twin.validate import all_ok, case_files, implied_parameters, render, render_implied, validate_source
+    from twin.validate import (all_ok, case_files, implied_parameters, render, render_cross, render_implied,
+                               validate_source)
 
     outputs = _outputs(args)
     files = case_files(args.directory)
@@ -351,6 +355,8 @@ def _validate(args) -> int:
     if implied:
         text += "\n\n" + "\n\n".join(render_implied(r.path, r.fitted, implied[r.path])
                                       for r in results if r.path in implied)
+    if args.cross:
+        text += "\n\n" + render_cross(results)
     data = [{"source": r.source.source, "file": r.path.name, "fitted": r.fitted,
              "figures": [{"case": f.case, "metric": f.metric, "predicted": f.predicted,
                           "expected": f.expected, "error": f.error, "ok": f.ok, "fitted": f.fitted}
@@ -473,6 +479,9 @@ def _list() -> int:
     for kind in ("gpu", "cpu", "link", "host"):
         if kind in by_kind:
             print(f"{kind + ' profiles:':21s}" + ", ".join(by_kind[kind]))
+    from twin.config.frameworks import builtin_frameworks
+
+    print("Framework profiles:  " + ", ".join(builtin_frameworks()) + "  (for framework:)")
     return 0
 
 

@@ -178,6 +178,12 @@ class TrainerPlacement(Strict):
         description="eager: HF model code, one kernel per norm/rotary/activation (verl FSDP, "
         "OpenRLHF, TRL); fused: Megatron-core/TransformerEngine fused kernels (NeMo-RL Megatron).",
     )
+    controller_positions_per_s: float | None = Field(
+        default=None, gt=0,
+        description="Single-controller data path (verl's driver and Ray): every learner pass ships the "
+        "batch between the controller and the workers padded to the longest position a sequence may "
+        "reach (max prompt + max response), at this many positions per second — a cost no GPU count "
+        "shortens. None: not priced (SPMD trainers, or a stack whose rate is unknown).")
 
     @model_validator(mode="after")
     def _sizes(self) -> TrainerPlacement:
@@ -216,7 +222,19 @@ class Algorithm(Strict):
         default=None, description="Reference-policy pass for the KL term; default off for DAPO."
     )
     critic: bool | None = Field(default=None, description="Value model; default on for PPO only.")
-    staleness: int = Field(default=0, ge=0, description="Max policy versions a sample may lag.")
+    staleness: int | float = Field(
+        default=0, ge=0,
+        description="How far rollout may run ahead of training, in steps' worth of prompts: at most "
+                    "(version + 1 + staleness) × prompts_per_step groups are started before weights newer "
+                    "than version arrive, and a group lagging more than ceil(staleness) versions is dropped. "
+                    "An integer is AReaL's max_head_offpolicyness / NeMo-RL's max_trajectory_age_steps; a "
+                    "fraction is verl's fully-async staleness_threshold (0.5: half a step's batch ahead).")
+    updates_per_sync: Count = Field(
+        default=1,
+        description="Trainer updates between two weight syncs (verl fully-async trigger_parameter_sync_step): "
+                    "the step's prompts are trained in this many equal chunks, each as soon as its groups are "
+                    "ready (streaming), each with its share of the minibatches; weights sync after the last. "
+                    "Separate pools only.")
     partial_rollout: bool = Field(
         default=False, description="Weight updates interrupt generation, which then continues."
     )
@@ -358,6 +376,11 @@ class Run(Strict):
 class Scenario(Strict):
     name: str = Field(default="scenario", description="Shown in reports.")
     description: str = Field(default="", description="Free text, shown by twin check.")
+    framework: str | None = Field(
+        default=None,
+        description="Framework profile (framework_profiles/, `twin list`): the software stack's settings — "
+                    "kernel-rate share, engine scheduling, weight-sync rates — each with its source, filled "
+                    "into the fields this scenario leaves out. A name or a path to a profile file.")
     model: ModelArch = Field(description="Preset name, inline architecture, or config.json path.")
     cluster: Cluster = Field(default_factory=Cluster)
     placement: Placement = Field(default_factory=Placement)
@@ -392,6 +415,11 @@ class Scenario(Strict):
             raise InputError(f"a {p.mode} synchronous run has no staleness",
                              field="algorithm.staleness", value=self.algorithm.staleness,
                              allowed=f"0 with mode {p.mode}; use mode async for bounded staleness")
+        a = self.algorithm
+        if a.updates_per_sync > 1 and mode(p.mode).shares_gpus:
+            raise InputError("training in chunks while rollout continues needs separate pools",
+                             field="algorithm.updates_per_sync", value=a.updates_per_sync,
+                             allowed=f"1 with mode {p.mode}; mode disaggregated or async for streaming updates")
         if self.reward.needs_gpus and p.reward_model_gpus == 0:
             raise InputError(f"a {self.reward.kind} reward needs GPUs",
                              field="placement.reward_model_gpus", value=0,
