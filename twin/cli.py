@@ -105,16 +105,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--until", action="append", default=[], metavar="trajectories=N|tokens=N",
                      help="also report the time until the run has trained on N trajectories or generated N "
                      "tokens (repeatable; beyond run.steps: extrapolated at the last step's rate)")
+    run.add_argument("--no-noise", action="store_true",
+                     help="verdict without noise bands (no re-simulations with other seeds; docs/noise.md)")
     whatif = sub.add_parser("whatif", help="what each extra unit of a pressure buys: the sensitivity table",
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             description="Re-simulate the scenario once per pressure, each raised alone, "
                             "in parallel processes, and rank them by the useful experience per hour "
                             "they buy. Built-in pressures: " + ", ".join(_pressure_names()) + ". Any "
                             "scenario field works as a custom pressure: --pressure "
-                            "placement.rollout.gpus=96.")
+                            "placement.rollout.gpus=96.\n\n" + _noise_rule())
     scenario_args(whatif)
     whatif.add_argument("--pressure", dest="pressures", action="append", metavar="NAME|PATH=VALUE",
                         help="a pressure to try (repeatable; default: all built-in ones)")
+    whatif.add_argument("--no-noise", action="store_true",
+                        help="skip the noise bands (the re-simulations with other seeds; docs/noise.md)")
     sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles",
                    description="List the built-in scenarios (names for twin run/check/whatif), the model "
                    "presets (names for model:) and the hardware profiles by kind (names for cluster.gpu, "
@@ -336,7 +340,7 @@ def _run(args) -> int:
         report = report.with_time_to(until)
     if not args.no_verdict:
         with count_printer("verdict: re-simulating each pressure") as counted:
-            report = report.with_verdict(judge(report, progress=counted))
+            report = report.with_verdict(judge(report, progress=counted, noise=not args.no_noise))
     text = report.to_json()
     trace = json.dumps(report.chrome_trace()) if args.trace else None
     if args.json_path == "-":
@@ -408,9 +412,15 @@ def _pressure_names() -> list[str]:
     return list(PRESSURES)
 
 
+def _noise_rule() -> str:
+    from twin.verdict import NOISE_RULE
+
+    return NOISE_RULE
+
+
 def _whatif(args) -> int:
     from twin import runner
-    from twin.render import pressure_note
+    from twin.render import gain_text, pressure_note
     from twin.progress import compile_notice, count_printer
     from twin.verdict import resolve_pressures, sensitivity
 
@@ -421,7 +431,8 @@ def _whatif(args) -> int:
     compile_notice()
     base = runner.simulate(plan)
     with count_printer("re-simulating each pressure") as counted:
-        rows = [row.to_dict() for row in sensitivity(base, args.pressures, progress=counted)]
+        rows = [row.to_dict() for row in sensitivity(base, args.pressures, progress=counted,
+                                                     noise=not args.no_noise)]
     tried = {row["pressure"] for row in rows}
     if args.pressures and all("error" in row for row in rows):
         # Nothing asked for could be simulated: that is an answer about the input.
@@ -439,13 +450,14 @@ def _whatif(args) -> int:
               "run.steps >= 5)", file=sys.stderr)
     print(f"Scenario {plan.name}: baseline step {base.step_time_s:.1f} s, "
           f"{base.useful_trajectories_per_hour:,.0f} useful trajectories/h")
-    print(f"  {'pressure':62s} {'gain':>8s} {'step (s)':>9s} {'useful/h':>11s}")
+    print(f"  {'pressure':62s} {'gain':>12s} {'step (s)':>9s} {'useful/h':>11s} {'noise':>6s}")
     for row in rows:
         if "error" in row:
             print(f"  {row['description']:62s} not possible here: {row['error']}")
             continue
-        print(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}% {row['step_time_s']:9.1f} "
-              f"{row['useful_trajectories_per_hour']:11,.0f}{pressure_note(row, rows)}")
+        band = f"{row['noise'] * 100:.1f}%" if row.get("noise") is not None else "-"
+        print(f"  {row['description']:62s} {gain_text(row, 12)} {row['step_time_s']:9.1f} "
+              f"{row['useful_trajectories_per_hour']:11,.0f} {band:>6s}{pressure_note(row, rows)}")
     for pressure in asked:
         if pressure.name not in tried:  # its lever is already pulled in this scenario
             print(f"  {pressure.describe(plan):62s} {pressure.absent}")

@@ -41,7 +41,7 @@ MAX_SPLITS = 64            # rollout:trainer splits tried per engine size (evenl
 MAX_CANDIDATES = 8192      # the whole space, before pruning
 MAX_STALENESS = 8          # --max-staleness
 ENGINE_TPS = (1, 2, 4, 8)
-NOISE_SEEDS = 2            # other seeds the top candidates are re-simulated with
+NOISE_SEEDS = 2            # other seeds the top candidates are re-simulated with (twin.noise)
 
 OBJECTIVES = {
     "useful_trajectories_per_hour": "useful trajectories/h (higher is better)",
@@ -637,24 +637,22 @@ def _search(base, feasible, steps, objective, price, top, workers, progress, pru
 
 def _noise(base, shown, seed, objective, workers, progress) -> dict[int, float | None]:
     """Relative spread (max − min) / mean of the objective's figure over the run's seed and
-    NOISE_SEEDS more, per shown candidate."""
-    cands = [c for c, _ in shown]
-    runs = [[_metric(rep, objective)] for _, rep in shown]
-    jobs = [(c, seed + k) for k in range(1, NOISE_SEEDS + 1) for c in cands]
-    if not jobs:
-        return {}
+    NOISE_SEEDS more, per shown candidate (twin.noise)."""
+    from twin import noise
     from twin.config.load import apply_overrides
 
-    data = [_with_steps(apply_overrides(base, c.overrides), None, s) for c, s in jobs]
+    cands = [c for c, _ in shown]
+    data = [d for c in cands for d in noise.reseeded(_with_steps(apply_overrides(base, c.overrides), None, seed),
+                                                     NOISE_SEEDS)]
+    if not data:
+        return {}
     tick = (lambda done, total: progress(done, total, "re-simulating the top with other seeds")) if progress else None
     results = runner.simulate_many(data, workers, tick)
-    for i, rep in enumerate(results):
-        if not isinstance(rep, InputError):
-            runs[i % len(cands)].append(_metric(rep, objective))
     out = {}
-    for c, values in zip(cands, runs):
-        mean = sum(values) / len(values)
-        out[c.index] = float(f"{(max(values) - min(values)) / mean:.3g}") if mean > 0 and len(values) > 1 else None
+    for i, (c, rep) in enumerate(shown):
+        again = results[i * NOISE_SEEDS:(i + 1) * NOISE_SEEDS]
+        out[c.index] = noise.spread([_metric(rep, objective)]
+                                    + [_metric(r, objective) for r in again if not isinstance(r, InputError)])
     return out
 
 
