@@ -131,7 +131,7 @@ class ScalePoint:
         r = self.report
         if r is None:
             keys = ("mode", "rollout_gpus", "trainer_gpus", "engine_tp", "step_time_s", "useful_trajectories_per_hour",
-                    "tokens_per_s", "binding_link", "binding_load", "binding_utilization")
+                    "tokens_per_s", "binding_link", "binding_critical_path_share", "binding_load", "binding_utilization")
             return {**out, **dict.fromkeys(keys)}
         binding = r["bottleneck"][0] if r["bottleneck"] else None
         plan = r["plan"]
@@ -141,6 +141,7 @@ class ScalePoint:
                 "useful_trajectories_per_hour": r["throughput"]["useful_trajectories_per_hour"],
                 "tokens_per_s": r["throughput"]["tokens_per_s"],
                 "binding_link": binding["link"] if binding else None,
+                "binding_critical_path_share": binding["critical_path_share"] if binding else None,
                 "binding_load": binding["load"] if binding else None,
                 "binding_utilization": binding["utilization"] if binding else None}
 
@@ -190,14 +191,15 @@ class ScaleResult:
         lines = [f"Scaling {self.scenario_name}: {how}; efficiency = useful trajectories/h per GPU "
                  "against the smallest size that runs",
                  f"{'GPUs':>6s}  {'mode':14s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'step (s)':>9s} "
-                 f"{'useful/h':>11s} {'per GPU':>8s} {'effic.':>7s}  binding link (load)"]
+                 f"{'useful/h':>11s} {'per GPU':>8s} {'effic.':>7s}  binding link (share of the step, load)"]
         for p in self.points:
             d = p.to_dict()
             if p.report is None:
                 lines.append(f"{p.gpus:6d}  cannot run: {p.error}")
                 continue
             shared = MODES[d["mode"]].shares_gpus
-            load = f" ({d['binding_load'] * 100:.0f}%)" if d["binding_load"] is not None else ""
+            load = (f" ({d['binding_critical_path_share'] * 100:.0f}%"
+                    + (f", load {d['binding_load'] * 100:.0f}%)" if d["binding_load"] is not None else ")"))
             lines.append(f"{p.gpus:6d}  {d['mode']:14s} {d['rollout_gpus']:7d} "
                          f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} "
                          f"{d['step_time_s']:9.1f} {d['useful_trajectories_per_hour']:11,.0f} "
