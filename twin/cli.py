@@ -559,7 +559,7 @@ def _plan(args) -> int:
 
 
 def _scale_parser(sub, scenario_args) -> None:
-    from twin.scale import DEFAULT_THRESHOLD
+    from twin.scaling import DEFAULT_THRESHOLD
 
     scale = sub.add_parser(
         "scale", help="the scaling curve: throughput, efficiency and the binding link at each GPU count",
@@ -587,7 +587,7 @@ def _scale_parser(sub, scenario_args) -> None:
 def _scale(args) -> int:
     from twin.executors import Interrupted
     from twin.planner import progress_printer
-    from twin.scale import scale
+    from twin.scaling import scale
 
     outputs = _outputs(args)
     try:
@@ -627,7 +627,7 @@ def _sweep_parser(sub, scenario_args) -> None:
 def _sweep(args) -> int:
     from twin.executors import Interrupted
     from twin.planner import progress_printer
-    from twin.sweep import require_pyarrow, sweep
+    from twin.sweeps import require_pyarrow, sweep
 
     outputs = _outputs(args)
     outputs.add("--csv", args.csv_path, stdout=True)

@@ -105,6 +105,8 @@ class RayExecutor(Executor):
                              allowed=f"{RAY_FIX}, or --executor local") from None
         self._ray = ray
         self._started = False
+        if address and not ray.is_initialized():
+            _check_reachable(address)
         if not ray.is_initialized():
             kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
             try:
@@ -159,6 +161,28 @@ def make(executor: str | Executor | None = "local", *, workers: int | None = Non
                              value=ray_address, allowed="--executor ray with it, or no address")
         return LocalExecutor(workers)
     return RayExecutor(ray_address, workers)
+
+
+CONNECT_TIMEOUT_S = 5.0  # a Ray head answers a TCP connect at once; ray.init would retry for minutes
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse at once an address nothing listens on (ray.init keeps retrying one)."""
+    import socket
+
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise InputError("not a Ray address", field="--ray-address", value=address,
+                         allowed="HOST:PORT (the GCS, e.g. 10.0.0.1:6379) or ray://HOST:PORT (Ray Client, 10001)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise InputError(f"cannot reach a Ray head there ({exc.strerror or exc})", field="--ray-address",
+                         value=address, allowed="the address `ray start --head` printed, of a head that is "
+                         "running and reachable from here; or no --ray-address for a local Ray") from None
 
 
 def _ignore_sigint() -> None:

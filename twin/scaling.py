@@ -86,7 +86,7 @@ def scaled_overrides(scenario, gpus: int) -> dict[str, Any]:
     tp = p.rollout.tp
     unit = _unit(free, tp, c.gpus_per_node)
     group = p.trainer.tp * p.trainer.pp * p.trainer.sp
-    want = max(1, round(share * free / unit))
+    want = max(1, math.floor(share * free / unit + 0.5))  # half way: toward more rollout
     # Nearest first: want, want+1, want-1, want+2, ... (ties toward more rollout).
     tries = sorted(range(1, free // unit + 1), key=lambda k: (abs(k - want), -k))
     for k in tries:

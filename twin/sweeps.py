@@ -71,7 +71,7 @@ class SweepResult:
     def to_parquet(self) -> bytes:
         """The rows as a Parquet file (needs pyarrow: the ``parquet`` extra)."""
         pa, pq = require_pyarrow()
-        table = pa.table({c: [_parquet_cell(r[c], c in self.grid) for r in self.rows] for c in self.columns})
+        table = pa.table({c: _parquet_column([r[c] for r in self.rows], c in self.grid) for c in self.columns})
         buf = pa.BufferOutputStream()
         pq.write_table(table, buf)
         return buf.getvalue().to_pybytes()
@@ -108,9 +108,13 @@ def _cell(value: Any) -> Any:
     return json.dumps(value, sort_keys=True)
 
 
-def _parquet_cell(value: Any, grid: bool) -> Any:
-    # A grid column may mix types (4, "fp8"): written as JSON text so the column has one type.
-    return json.dumps(value, sort_keys=True) if grid else value
+def _parquet_column(values: list[Any], grid: bool) -> list[Any]:
+    """A grid column of one plain type stays typed; one mixing types (4, "fp8") or holding
+    mappings is written as JSON text, so that the column has one type."""
+    kinds = {type(v) for v in values}
+    if not grid or (len(kinds) == 1 and kinds <= {bool, int, float, str}):
+        return values
+    return [json.dumps(v, sort_keys=True) for v in values]
 
 
 def require_pyarrow():
