@@ -116,3 +116,15 @@ def test_replan_takes_the_planners_best_at_each_size():
     assert result.points[1].overrides == best16.candidate.overrides
     assert result.points[1].useful_trajectories_per_hour == best16.report["throughput"]["useful_trajectories_per_hour"]
     assert result.replan and result.points[0].scaling_efficiency == 1.0
+
+
+def test_weak_scaling_grows_the_batch_with_the_gpus():
+    from twin.scaling import batch_override
+
+    s = runner.load("grpo-8b-disaggregated")  # 128 prompts on 16 + 16 GPUs
+    assert batch_override(s, 64) == {"algorithm.prompts_per_step": 256}
+    assert batch_override(s, 8) == {"algorithm.prompts_per_step": 32}
+    result = twin.scale("grpo-8b-disaggregated", {"run.steps": 3, "algorithm.prompts_per_step": 16}, gpus=[16, 32],
+                        scale_batch=True, workers=1)
+    assert [p.overrides["algorithm.prompts_per_step"] for p in result.points] == [8, 16]
+    assert result.to_dict()["scale_batch"] is True

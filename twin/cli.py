@@ -567,8 +567,8 @@ def _scale_parser(sub, scenario_args) -> None:
         description="Simulate the scenario at each size of --gpus. By default its own placement is "
         "scaled proportionally: cluster.nodes = ceil(N / gpus_per_node), a shared pool takes every GPU, "
         "separate pools keep the scenario's rollout share in whole engines (whole nodes when the pool "
-        "spans two), the trainer the rest; tp, trainer parallelism and the batch stay as they are (--set "
-        "algorithm.prompts_per_step=... to change the batch). --replan instead takes twin plan's best at "
+        "spans two), the trainer the rest; tp, trainer parallelism and the batch stay as they are "
+        "(--scale-batch grows algorithm.prompts_per_step with the GPUs). --replan instead takes twin plan's best at "
         "each size. Prints per size the step time, useful trajectories/h, the scaling efficiency (per-GPU "
         "throughput over the smallest size's) and the binding link with its load; names the size where the "
         "binding link changes and the first size below --threshold, where an added GPU stops paying.\n\n"
@@ -577,6 +577,9 @@ def _scale_parser(sub, scenario_args) -> None:
     scale.add_argument("--gpus", required=True, metavar="N1,N2,...", help="the sizes, e.g. 16,32,64,128")
     scale.add_argument("--replan", action="store_true",
                        help="at each size, the planner's best deployment (slower: a whole plan per size)")
+    scale.add_argument("--scale-batch", action="store_true",
+                       help="weak scaling: algorithm.prompts_per_step grows with the GPUs (default: the "
+                       "scenario's batch at every size, strong scaling)")
     scale.add_argument("--max-staleness", type=int, default=1, metavar="K",
                        help="with --replan: the largest staleness the planner tries (default 1)")
     scale.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, metavar="E",
@@ -591,7 +594,8 @@ def _scale(args) -> int:
 
     outputs = _outputs(args)
     try:
-        result = scale(args.scenario, args.overrides, gpus=args.gpus, replan=args.replan, threshold=args.threshold,
+        result = scale(args.scenario, args.overrides, gpus=args.gpus, replan=args.replan,
+                       scale_batch=args.scale_batch, threshold=args.threshold,
                        max_staleness=args.max_staleness, workers=args.workers, executor=args.executor,
                        ray_address=args.ray_address, progress=progress_printer(label="twin scale"))
     except Interrupted as exc:

@@ -98,6 +98,18 @@ def scaled_overrides(scenario, gpus: int) -> dict[str, Any]:
                      field="--gpus", value=gpus, allowed=f"sizes with room for both (e.g. multiples of {unit + group})")
 
 
+def batch_override(scenario, gpus: int) -> dict[str, Any]:
+    """Weak scaling: ``algorithm.prompts_per_step`` times ``gpus`` over the GPUs the scenario
+    uses (its pools and the reward model), rounded to the nearest whole prompt, at least one."""
+    from twin.config.scenario import placement_pools
+
+    p = scenario.placement
+    rollout, trainer = placement_pools(scenario)
+    used = (rollout if MODES[p.mode].shares_gpus else rollout + trainer) + p.reward_model_gpus
+    prompts = scenario.algorithm.prompts_per_step
+    return {"algorithm.prompts_per_step": max(1, math.floor(prompts * gpus / used + 0.5))}
+
+
 def _check(threshold: float) -> None:
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
         raise InputError("out of range", field="--threshold", value=threshold,
@@ -155,6 +167,7 @@ class ScaleResult:
     replan: bool
     threshold: float
     points: list[ScalePoint]
+    scale_batch: bool = False
 
     @property
     def binding_changes(self) -> list[dict[str, Any]]:
@@ -177,7 +190,8 @@ class ScaleResult:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scenario": self.scenario_name, "replan": self.replan, "threshold": self.threshold,
+        return {"scenario": self.scenario_name, "replan": self.replan, "scale_batch": self.scale_batch,
+                "threshold": self.threshold,
                 "points": [p.to_dict() for p in self.points], "binding_changes": self.binding_changes,
                 "stops_paying_at": self.stops_paying_at}
 
@@ -188,6 +202,7 @@ class ScaleResult:
     def render(self) -> str:
         """The table and the two findings, as the command line prints them."""
         how = "the planner's best at each size" if self.replan else "its placement scaled proportionally"
+        how += ", the batch grown with the GPUs" if self.scale_batch else ", the batch fixed"
         lines = [f"Scaling {self.scenario_name}: {how}; efficiency = useful trajectories/h per GPU "
                  "against the smallest size that runs",
                  f"{'GPUs':>6s}  {'mode':14s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'step (s)':>9s} "
@@ -224,14 +239,17 @@ class ScaleResult:
 
 # ----------------------------------------------------------------------------- the curve
 def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None = None, *,
-          gpus: str | Iterable[int], replan: bool = False, threshold: float = DEFAULT_THRESHOLD,
+          gpus: str | Iterable[int], replan: bool = False, scale_batch: bool = False,
+          threshold: float = DEFAULT_THRESHOLD,
           max_staleness: int = 1, workers: int | None = None, executor: str | executors.Executor = "local",
           ray_address: str | None = None, progress=None) -> ScaleResult:
     """The scaling curve of ``scenario`` over the sizes ``gpus`` ("16,32,64" or integers).
 
     Without ``replan`` each size runs the scenario's placement scaled proportionally
     (:func:`scaled_overrides`); with it, the best of :func:`twin.planner.plan_budget` at that
-    size (``max_staleness`` bounds its search). A size that cannot run (memory, a split that
+    size (``max_staleness`` bounds its search). ``scale_batch``: weak scaling, the batch
+    (``algorithm.prompts_per_step``) grown with the GPUs (:func:`batch_override`); without it
+    the batch stays the scenario's (strong scaling). A size that cannot run (memory, a split that
     does not fit) is a point with its ``error``, not a failure. Raises :class:`InputError` on
     bad input, :class:`twin.executors.Interrupted` on Ctrl-C (with the points so far).
     """
@@ -248,12 +266,14 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     points: list[ScalePoint] = []
     try:
         if replan:
-            points = _replanned(scenario, overrides, sizes, max_staleness, ex, progress, points)
+            points = _replanned(scenario, overrides, base_scenario if scale_batch else None, sizes,
+                                max_staleness, ex, progress, points)
         else:
             jobs, slots = [], []
             for n in sizes:
                 try:
-                    o = scaled_overrides(base_scenario, n)
+                    o = {**scaled_overrides(base_scenario, n),
+                         **(batch_override(base_scenario, n) if scale_batch else {})}
                 except InputError as exc:
                     points.append(ScalePoint(n, {}, None, exc.message))
                     continue
@@ -276,15 +296,16 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
         raise executors.Interrupted(best or None) from None
     finally:
         ex.close()
-    return ScaleResult(base_scenario.name, replan, float(threshold), _efficiencies(points))
+    return ScaleResult(base_scenario.name, replan, float(threshold), _efficiencies(points), scale_batch)
 
 
-def _replanned(scenario, overrides, sizes, max_staleness, ex, progress, points) -> list[ScalePoint]:
+def _replanned(scenario, overrides, batch_of, sizes, max_staleness, ex, progress, points) -> list[ScalePoint]:
     from twin.planner import plan_budget
 
     for n in sizes:
+        batch = batch_override(batch_of, n) if batch_of is not None else {}
         try:
-            result = plan_budget(scenario, overrides, gpus=n, max_staleness=max_staleness, top=1, executor=ex,
+            result = plan_budget(scenario, {**overrides, **batch}, gpus=n, max_staleness=max_staleness, top=1, executor=ex,
                                  progress=(lambda d, t, w, n=n: progress(d, t, f"{n} GPUs: {w}")) if progress else None)
         except InputError as exc:
             if exc.field != "--gpus":  # bad input (a --set the planner refuses): not a size's misfit
@@ -292,7 +313,7 @@ def _replanned(scenario, overrides, sizes, max_staleness, ex, progress, points) 
             points.append(ScalePoint(n, {}, None, exc.message))
             continue
         best = result.best
-        points.append(ScalePoint(n, dict(best.candidate.overrides), best.report))
+        points.append(ScalePoint(n, {**dict(best.candidate.overrides), **batch}, best.report))
     return points
 
 
