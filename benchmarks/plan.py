@@ -133,11 +133,9 @@ def main() -> None:
 
     q = "n/a"
     if not args.no_ray:
-        try:
-            import ray  # noqa: F401
-        except ImportError:
-            pass
-        else:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is not None:
             t = time.perf_counter()
             remote = _plan("ray", args.workers)
             ray_wall = time.perf_counter() - t

@@ -37,6 +37,8 @@ examples:
   twin whatif code-rl-sandbox-7b --pressure reward_x2 --pressure placement.rollout.gpus=24
   twin whatif grpo-8b-disaggregated --pressure "placement.rollout.gpus=24,placement.trainer.gpus=8"
   twin plan grpo-8b-disaggregated --gpus 64  the best mode and split for 64 GPUs
+  twin scale grpo-8b-disaggregated --gpus 32,64,128,256   the scaling curve, which link binds where
+  twin sweep grpo-8b-disaggregated --grid placement.rollout.gpus=8,16,24 --csv sweep.csv
   twin import verl run_dapo.sh --out my-run.yaml   a framework's launch script as a scenario
   twin validate                              the twin against published runs (exit 1 on a miss)
   twin validate --probe                      the twin against a real torch RL loop on this machine
