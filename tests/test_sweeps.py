@@ -95,3 +95,22 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args, message):
 def test_the_api_refuses_an_empty_grid():
     with pytest.raises(InputError, match="no axis to sweep"):
         twin.sweep("grpo-8b-disaggregated", grid=[])
+
+
+def test_ctrl_c_prints_the_best_row_so_far_and_exits_130(monkeypatch, capsys, tmp_path):
+    from twin import executors
+
+    real = executors.LocalExecutor.imap
+
+    def interrupted(self, scenarios):
+        for n, item in enumerate(real(self, scenarios)):
+            if n == 1:
+                raise KeyboardInterrupt
+            yield item
+
+    monkeypatch.setattr(executors.LocalExecutor, "imap", interrupted)
+    out = tmp_path / "s.json"
+    assert main(["sweep", "grpo-8b-disaggregated", "--set", "run.steps=3", "--grid", "placement.rollout.gpus=8,16,24",
+                 "--workers", "1", "--json", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert "twin sweep: interrupted; best so far: placement.rollout.gpus=8: " in err and not out.exists()
