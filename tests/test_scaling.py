@@ -52,6 +52,7 @@ def test_a_point_reproduces_twin_run_with_its_overrides(curve):
 def _fake(gpus: int, useful: float, link: str) -> ScalePoint:
     report = {"throughput": {"useful_trajectories_per_hour": useful, "tokens_per_s": 1.0}, "step_time_s": 1.0,
               "plan": {"mode": "disaggregated", "rollout_gpus": gpus // 2, "trainer_gpus": gpus // 2, "rollout_tp": 1},
+              "scenario": {"algorithm": {"staleness": 0, "partial_rollout": False}},
               "bottleneck": [{"link": link, "critical_path_share": 0.5, "load": 0.5, "utilization": 0.5}]}
     return ScalePoint(gpus, {}, report)
 

@@ -142,12 +142,13 @@ class ScalePoint:
                                "scaling_efficiency": self.scaling_efficiency}
         r = self.report
         if r is None:
-            keys = ("mode", "rollout_gpus", "trainer_gpus", "engine_tp", "step_time_s", "useful_trajectories_per_hour",
+            keys = ("mode", "staleness", "partial_rollout", "rollout_gpus", "trainer_gpus", "engine_tp", "step_time_s", "useful_trajectories_per_hour",
                     "tokens_per_s", "binding_link", "binding_critical_path_share", "binding_load", "binding_utilization")
             return {**out, **dict.fromkeys(keys)}
         binding = r["bottleneck"][0] if r["bottleneck"] else None
-        plan = r["plan"]
-        return {**out, "mode": plan["mode"], "rollout_gpus": plan["rollout_gpus"],
+        plan, algorithm = r["plan"], r["scenario"]["algorithm"]
+        return {**out, "mode": plan["mode"], "staleness": algorithm["staleness"],
+                "partial_rollout": algorithm["partial_rollout"], "rollout_gpus": plan["rollout_gpus"],
                 "trainer_gpus": plan["trainer_gpus"], "engine_tp": plan["rollout_tp"],
                 "step_time_s": r["step_time_s"],
                 "useful_trajectories_per_hour": r["throughput"]["useful_trajectories_per_hour"],
@@ -205,7 +206,7 @@ class ScaleResult:
         how += ", the batch grown with the GPUs" if self.scale_batch else ", the batch fixed"
         lines = [f"Scaling {self.scenario_name}: {how}; efficiency = useful trajectories/h per GPU "
                  "against the smallest size that runs",
-                 f"{'GPUs':>6s}  {'mode':14s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'step (s)':>9s} "
+                 f"{'GPUs':>6s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} {'step (s)':>9s} "
                  f"{'useful/h':>11s} {'per GPU':>8s} {'effic.':>7s}  binding link (share of the step, load)"]
         for p in self.points:
             d = p.to_dict()
@@ -215,8 +216,9 @@ class ScaleResult:
             shared = MODES[d["mode"]].shares_gpus
             load = (f" ({d['binding_critical_path_share'] * 100:.0f}%"
                     + (f", load {d['binding_load'] * 100:.0f}%)" if d["binding_load"] is not None else ")"))
-            lines.append(f"{p.gpus:6d}  {d['mode']:14s} {d['rollout_gpus']:7d} "
-                         f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} "
+            mode = d["mode"] + ("+partial" if d["partial_rollout"] else "")
+            lines.append(f"{p.gpus:6d}  {mode:15s} {d['rollout_gpus']:7d} "
+                         f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} {d['staleness']:5d} "
                          f"{d['step_time_s']:9.1f} {d['useful_trajectories_per_hour']:11,.0f} "
                          f"{d['useful_trajectories_per_hour'] / p.gpus:8,.0f} {d['scaling_efficiency']:7.2f}  "
                          f"{d['binding_link']}{load}")
