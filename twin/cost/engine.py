@@ -111,7 +111,7 @@ def engine_costs(plan: Plan, kernels: transformer.Kernels = "fused") -> EngineCo
         head_eff = c.gemm_eff_array(2.0 * transformer.head_params(arch) * np.maximum(logit_tokens, 1.0) / tp, logit_tokens)
         linear_s = np.where(n > 0, (2.0 * transformer.body_params(arch) * n / body_eff
                                     + 2.0 * transformer.head_params(arch) * logit_tokens / head_eff) / (tp * gemm_peak), 0.0)
-        weight_bytes = np.array([transformer.weight_bytes_read(arch, k) for k in n]) * weight_scale / tp
+        weight_bytes = transformer.weight_bytes_read(arch, n) * weight_scale / tp
         comm_s = np.zeros_like(n)
         if tp > 1:  # an engine across nodes: the group's ring crosses the inter-node link (Topology)
             topo = Topology.of(plan.cluster)
@@ -210,7 +210,7 @@ def _layout_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray) -> tuple[
         flops_s = (2.0 * attention * n / attn_eff + 2.0 * other * n / np.maximum(other_eff, 1e-9)
                    + 2.0 * routed * n / expert_eff + 2.0 * head * logit_tokens / head_eff) / (tp * pp * peak)
         attention_bytes = attention * b * scale
-        read = np.array([transformer.weight_bytes_read(arch, k) for k in micro]) * scale
+        read = transformer.weight_bytes_read(arch, micro) * scale
         weight_bytes = attention_bytes + (read - attention_bytes) / tp  # whole attention; a share of the rest
         group = topo.gpus(0, tp)
         slope = topo.all_to_all_time(2.0, group) - topo.all_to_all_time(1.0, group)  # linear in bytes
@@ -226,7 +226,7 @@ def _layout_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray) -> tuple[
         head_rows = np.maximum(logit_tokens / pp, 1.0)
         head_eff = c.gemm_eff_array(2.0 * head * head_rows / tp, head_rows)
         flops_s = (2.0 * body * n / body_eff + 2.0 * head * logit_tokens / head_eff) / (tp * pp * peak)
-        weight_bytes = np.array([transformer.weight_bytes_read(arch, k) for k in micro]) * scale / tp
+        weight_bytes = transformer.weight_bytes_read(arch, micro) * scale / tp
         if tp > 1:
             fixed, per_byte = topo.collective_cost("all_reduce", topo.gpus(0, tp))
             comm = comm + np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * micro * h * b), 0.0)
