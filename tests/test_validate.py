@@ -201,3 +201,26 @@ def test_case_file_numbers_are_checked_before_anything_runs(tmp_path, change, wo
     bad.write_text(text.replace("step_time_s: 10", "step_time_s: 0"))
     with pytest.raises(InputError, match="greater than 0"):
         load_source(bad)
+
+
+def test_a_case_imports_its_runs_framework_config(tmp_path):
+    """`import:` reads the run's own config (twin import) into the base; `base` merges over it,
+    a distribution replacing the imported one whole."""
+    (tmp_path / "run.sh").write_text(
+        "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen2.5-7B "
+        "data.train_batch_size=64 actor_rollout_ref.actor.ppo_mini_batch_size=16 actor_rollout_ref.rollout.n=4 "
+        "data.max_response_length=2048 trainer.nnodes=1 trainer.n_gpus_per_node=8\n")
+    case = tmp_path / "case.yaml"
+    case.write_text(
+        "source: test\ntolerance: 0.2\nassumptions: none\n"
+        "import: {framework: verl, files: [run.sh]}\n"
+        "base:\n  workload:\n    response_tokens: {kind: lognormal, median: 300, sigma: 0.5, max: 2048}\n"
+        "cases:\n  - {name: a, expected: {step_time_s: 1}}\n")
+    base = load_source(case).base
+    assert base["framework"] == "verl" and base["model"] == "qwen2.5-7b"
+    assert base["algorithm"]["prompts_per_step"] == 64 and base["algorithm"]["minibatches"] == 4
+    assert base["workload"]["response_tokens"] == {"kind": "lognormal", "median": 300, "sigma": 0.5, "max": 2048}
+    case.write_text(case.read_text().replace("files: [run.sh]", "files: [missing.sh]"))
+    with pytest.raises(InputError) as exc:
+        load_source(case)
+    assert "missing.sh" in str(exc.value)

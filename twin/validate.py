@@ -57,13 +57,25 @@ class Check(BaseModel):
     at_most: float | None = None
 
 
+class Import(BaseModel):
+    """The source's run as its framework's own config: imported (``twin import``) into the base."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+    framework: str = Field(description="verl, nemo-rl, openrlhf, areal or trl.")
+    files: list[str] = Field(min_length=1, description="The framework's files, relative to the case file.")
+    set: dict[str, Any] = Field(default_factory=dict,
+                                description="--set overrides on the import (model=... where the hub id is not a preset).")
+
+
 class Source(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
     source: str
     reference: str = ""
     tolerance: float = Field(gt=0, lt=1)
     assumptions: str
-    base: dict[str, Any]
+    imports: Import | None = Field(default=None, alias="import",
+                                   description="The run's own config; `base` then holds only what it cannot say.")
+    base: dict[str, Any] = Field(default_factory=dict)
     fit: Fit | None = None
     cases: list[Case] = Field(min_length=1)
     checks: list[Check] = Field(default_factory=list)
@@ -112,10 +124,34 @@ def builtin_cases_dir() -> Path:
 
 
 def load_source(path: Path) -> Source:
+    """A case file; with ``import``, its base is the imported config with ``base`` merged over it."""
     try:
-        return Source.model_validate(read_mapping(path))
+        source = Source.model_validate(read_mapping(path))
     except ValidationError as exc:
         raise input_error(exc, path, Source) from None
+    if source.imports is None:
+        return source
+    from twin.frameworks import import_files
+
+    imp = source.imports
+    try:
+        imported = import_files(imp.framework, [path.parent / f for f in imp.files], imp.set).scenario
+    except InputError as exc:
+        raise exc.located(file=path, prefix="import") from None
+    imported = apply_overrides(imported, imp.set)
+    return source.model_copy(update={"base": _over(imported, source.base)})
+
+
+def _over(imported: dict, base: dict) -> dict:
+    """``base`` merged over an imported scenario key by key, except that a distribution (a
+    mapping with a ``kind``) replaces the imported one whole."""
+    out = dict(imported)
+    for key, value in base.items():
+        if isinstance(value, dict) and "kind" not in value and isinstance(out.get(key), dict):
+            out[key] = _over(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def metric(report: dict[str, Any], name: str) -> float:
