@@ -306,6 +306,8 @@ HUB_PRESETS: dict[str, str] = {
     "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B": "deepseek-r1-distill-qwen-1.5b",
     "Qwen/Qwen2.5-7B": "qwen2.5-7b",
     "Qwen/Qwen2.5-7B-Instruct": "qwen2.5-7b",
+    "Qwen/Qwen2.5-32B": "qwen2.5-32b",
+    "Qwen/Qwen2.5-32B-Instruct": "qwen2.5-32b",
     "Qwen/Qwen2.5-72B": "qwen2.5-72b",
     "Qwen/Qwen2.5-72B-Instruct": "qwen2.5-72b",
     "meta-llama/Llama-3.1-8B": "llama-3.1-8b",
