@@ -145,7 +145,9 @@ def noise_note(row: dict, usual: float | None = None) -> str:
     """The band a verdict row's gain was read within, as ``  (noise 1.2%)``, where it is wider
     than the ``usual`` one (the baseline's, said once above the rows); empty otherwise."""
     noise = row.get("noise")
-    return f"  (noise {noise * 100:.1f}%)" if noise is not None and noise != usual else ""
+    if noise is None or (usual is not None and f"{noise * 100:.1f}" == f"{usual * 100:.1f}"):
+        return ""  # the same band as printed: no need to say it again
+    return f"  (noise {noise * 100:.1f}%)"
 
 
 def pressure_note(row: dict, rows: list[dict] | None = None) -> str:

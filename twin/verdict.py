@@ -197,7 +197,7 @@ PRESSURES: dict[str, Pressure] = {p.name: p for p in (
              "×2 reward workers (sandboxes, CPU cores or reward-model GPUs)", "reward", _more_reward),
     Pressure("network_x2", "faster links", "×2 link bandwidth (NVLink and network)", "weight_sync",
              _faster_network),
-    Pressure("weight_sync_x2", "faster weight sync", "×2 weight-sync software speed (gather/convert, staging, per-call and per-tensor costs)",
+    Pressure("weight_sync_x2", "faster weight sync", "×2 weight-sync software speed (every software cost of a sync)",
              "weight_sync", _faster_sync),
     Pressure("staleness_plus1", "staleness +1", "+1 staleness", "rollout", _more_staleness,
              "+1 staleness (async pools on the same GPUs)"),
