@@ -37,7 +37,7 @@ class ProbeConfig:
     prompt_len: int = 32
     response_min: int = 16
     response_max: int = 64
-    engine: str = "static"  # or "continuous"
+    engine: str = "static"  # or "continuous", or "hf_generate" (transformers' generate, calibrate.probe.hf)
     slots: int = 8  # continuous batching: rows the engine runs at once
     reward_workers: int = 4
     reward_latency_s: float = 0.02
@@ -98,13 +98,17 @@ def run_probe(cfg: ProbeConfig, progress=None, device: str = "cpu") -> ProbeResu
     from calibrate.probe.reward import RewardPool
 
     keep_freed_memory()  # host memory reused as a caching allocator reuses it (see its docstring)
-    if cfg.engine not in ("static", "continuous"):
-        raise ValueError(f"engine must be static or continuous, not {cfg.engine!r}")
+    if cfg.engine not in ("static", "continuous", "hf_generate"):
+        raise ValueError(f"engine must be static, continuous or hf_generate, not {cfg.engine!r}")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("device cuda requested but torch sees no GPU")
     torch.manual_seed(cfg.seed)
     model = Decoder(cfg.model, seed=cfg.seed).to(device=device, dtype=cfg.model.torch_dtype)
     learner = Learner(model, micro_rows=cfg.micro_rows)
+    if cfg.engine == "hf_generate":  # TRL without vLLM: HF generate on a model of the same shape
+        from calibrate.probe.hf import generate_hf, hf_model
+
+        hf = hf_model(cfg.model, cfg.seed).to(device)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
     timer = _Timer(device)
     result = ProbeResult(cfg)
@@ -113,7 +117,9 @@ def run_probe(cfg: ProbeConfig, progress=None, device: str = "cpu") -> ProbeResu
             prompts_np, targets = draw_step(cfg, step)
             prompts = torch.from_numpy(prompts_np).to(device)
             timer.start()
-            if cfg.engine == "static":
+            if cfg.engine == "hf_generate":
+                out = generate_hf(hf, prompts, targets)
+            elif cfg.engine == "static":
                 out = generate_static(model, prompts, targets, gen)
             else:
                 out = generate_continuous(model, prompts, targets, cfg.slots, gen)
