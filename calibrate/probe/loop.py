@@ -161,17 +161,23 @@ class _Timer:
         return ev
 
     def start(self) -> None:
+        from calibrate.timing import cpu_clock
+
         self._sync()
         self.times: dict[str, float] = {}
         self.events = [("start", self._event())] if self.cuda else []
-        self.t = time.perf_counter()
+        # calibrate.timing.cpu_clock: this thread's CPU time where asked for, but the reward
+        # phase waits on its pool's workers (latency), which only wall time sees
+        self.clock = time.perf_counter if self.cuda else cpu_clock()
+        self.t, self.wall = self.clock(), time.perf_counter()
 
     def lap(self, phase: str) -> None:
         if self.cuda:
             self.events.append((phase, self._event()))
         self._sync()
-        now = time.perf_counter()
-        self.times[phase], self.t = now - self.t, now
+        now, wall = self.clock(), time.perf_counter()
+        self.times[phase] = wall - self.wall if phase == "reward" else now - self.t
+        self.t, self.wall = now, wall
 
     def read(self) -> tuple[dict[str, float], dict[str, float]]:
         device_s = {}
