@@ -61,3 +61,29 @@ def test_on_a_cpu_unpriced_dispatch_adds_to_the_work(tmp_path):
     assert c.overhead_s == pytest.approx(o.per_iteration_s + (fixed + unpriced * arch.num_layers) * o.per_kernel_s)
     eager = engine_costs(_plan("static", gpu=str(path)), kernels="eager")
     assert c.decode_time(8, 8 * 300) > eager.decode_time(8, 8 * 300) - eager.overhead_s + c.overhead_s
+
+
+def _profile(tmp_path, kind: str, **overhead):
+    from pathlib import Path
+
+    import yaml
+
+    import hardware_profiles
+
+    src = yaml.safe_load((Path(hardware_profiles.__file__).parent / "h100-sxm.yaml").read_text())
+    src.update(kind=kind, name=f"{kind}-like")
+    src["overhead"].update(overhead)
+    path = tmp_path / f"{kind}.yaml"
+    path.write_text(yaml.safe_dump(src))
+    return str(path)
+
+
+def test_a_measured_generate_line_replaces_the_op_count(tmp_path):
+    line = {"hf_generate_step_s": 1e-3, "hf_generate_per_layer_s": 3e-4}
+    gpu = _plan("hf_generate", gpu=_profile(tmp_path, "gpu", **line))
+    assert engine_costs(gpu).host_floor_s == pytest.approx(1e-3 + 28 * 3e-4)
+    cpu = _plan("hf_generate", gpu=_profile(tmp_path, "cpu", **line))
+    o = cpu.gpu.overhead
+    # on a CPU each layer's share is less the dispatch of the kernels priced by rate
+    per_layer = max(0.0, 3e-4 - hf_generate.priced_ops_per_layer(cpu.model) * o.per_kernel_s)
+    assert engine_costs(cpu).overhead_s == pytest.approx(1e-3 + 28 * per_layer)

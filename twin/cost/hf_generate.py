@@ -77,9 +77,20 @@ class HostCost:
 
 def host_cost(arch: ModelArch, overhead, kind: str, padded: bool) -> HostCost:
     """Host time of one decode step on a device of ``kind`` ('gpu' or 'cpu') with the profile's
-    ``overhead`` (per_iteration_s, per_kernel_s), following calibrate.predict's rule: a GPU
-    dispatches every operation while earlier kernels run; a CPU runs each where it is
-    dispatched, so only operations the twin does not price by rate add their dispatch."""
+    ``overhead``, following calibrate.predict's rule: a GPU dispatches every operation while
+    earlier kernels run; a CPU runs each where it is dispatched, so only the host work the twin
+    does not price by rate adds.
+
+    With the profile's measured generate line (``hf_generate_step_s`` + layers ·
+    ``hf_generate_per_layer_s``, calibrate's tiny-width generate steps) that line is the host
+    time; on a CPU each layer's share is less the dispatch of the kernels the twin prices by
+    rate (``priced_ops_per_layer · per_kernel_s``). Without it, operations are counted
+    (:data:`HF_DECODE_OPS`) and priced at ``per_kernel_s`` beyond the profile's eager iteration."""
+    if overhead.hf_generate_step_s is not None and overhead.hf_generate_per_layer_s is not None:
+        per_layer = overhead.hf_generate_per_layer_s
+        if kind != "gpu":
+            per_layer = max(0.0, per_layer - priced_ops_per_layer(arch) * overhead.per_kernel_s)
+        return HostCost(overhead.hf_generate_step_s + per_layer * arch.num_layers, overlapped=kind == "gpu")
     ops = HF_DECODE_OPS[padded]
     fixed = max(0, ops.fixed - PROFILE_ITERATION_OPS)
     if kind == "gpu":
