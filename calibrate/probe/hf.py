@@ -23,11 +23,9 @@ from calibrate.probe.schedule import static_schedule
 
 def available() -> bool:
     """Whether transformers can be imported here."""
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return importlib.util.find_spec("transformers") is not None
 
 
 def hf_model(cfg: DecoderConfig, seed: int = 0):

@@ -1,7 +1,8 @@
 """One probe configuration, run for a few steps with each phase timed.
 
 A step: sample prompts (``prompts`` × ``group`` rows) and target response lengths, generate
-(static or continuous batching), score in the reward pool, old-logprob and reference passes,
+(static or continuous batching, or transformers' own ``generate`` as TRL runs it: engine
+``hf_generate``, calibrate.probe.hf), score in the reward pool, old-logprob and reference passes,
 one GRPO update. Phases run one after another (colocated, synchronous), the engine sharing
 the learner's weights, so there is no weight sync to time. The first ``warmup_steps`` steps
 are run but not reported (allocator and thread-pool warm-up).
