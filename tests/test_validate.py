@@ -114,17 +114,41 @@ def test_each_figure_implies_its_own_value_of_the_fit_parameter(tmp_path, capsys
     assert "implied by each figure alone" in capsys.readouterr().out
 
 
-def test_nemo_rl_step_totals_use_the_compute_share_fitted_on_its_phase_breakdown():
-    """B borrows cluster.compute_scale from B2's fit (same framework, same GPUs); if the learner
-    model changes, the fit moves and B's copy must follow."""
+@pytest.mark.parametrize("profile, path", [
+    (name, path) for name in __import__("twin.config.frameworks", fromlist=["x"]).builtin_frameworks()
+    for path, setting in __import__("twin.config.frameworks", fromlist=["x"]).framework_profile(name).settings.items()
+    if setting.fitted_on])
+def test_a_framework_profiles_fitted_value_is_its_sources_fit(profile, path):
+    """A profile's fitted value is fitted once, on the source it names (that source's `fit`),
+    and serves every other run of the stack; if the model changes, the fit moves and the
+    profile must follow."""
+    from twin.config.frameworks import framework_profile
     from twin.validate import builtin_cases_dir, fit_parameter
 
-    cases = builtin_cases_dir()
-    name, fitted = fit_parameter(load_source(cases / "B2-nemo-rl-v03-breakdown.yaml"),
-                                 cases / "B2-nemo-rl-v03-breakdown.yaml")
-    assert name == "cluster.compute_scale"
-    borrowed = load_source(cases / "B-nemo-rl-grpo-h100.yaml").base["cluster"]["compute_scale"]
-    assert borrowed == pytest.approx(fitted, rel=0.005)
+    setting = framework_profile(profile).settings[path]
+    case_file = builtin_cases_dir() / setting.fitted_on
+    source = load_source(case_file)
+    assert source.base.get("framework") == profile, "the fitting source runs under the profile"
+    name, fitted = fit_parameter(source, case_file)
+    assert name == path
+    assert setting.value == pytest.approx(fitted, rel=0.005)
+
+
+def test_verls_controller_rate_is_the_gpu_independent_part_of_its_log_prob_phase():
+    """The verl profile's data-path rate comes from source A's old_log_prob times alone: the
+    intercept a of a + b/N through 32 and 128 GPUs, over the step's padded positions."""
+    from twin.config.frameworks import framework_profile
+    from twin.validate import builtin_cases_dir
+
+    source = load_source(builtin_cases_dir() / "A-verl-dapo-colocated.yaml")
+    t = {c.name: c.expected["old_logprob"] for c in source.cases if "old_logprob" in c.expected}
+    intercept = (4 * t["128 GPUs"] - t["32 GPUs"]) / 3
+    a, w = source.base["algorithm"], source.base["workload"]
+    positions = a["prompts_per_step"] * a["responses_per_prompt"] * (
+        w["prompt_tokens"]["value"] + w["response_tokens"]["max"])
+    rate = framework_profile("verl").settings["placement.trainer.controller_positions_per_s"].value
+    assert rate == pytest.approx(positions / intercept, rel=1e-3)
+    assert intercept + (t["32 GPUs"] - intercept) / 2 == pytest.approx(t["64 GPUs"], rel=0.05)  # the third point
 
 
 def test_verls_128_gpu_run_is_bound_by_the_rollout_tail_and_staleness_pays_more_than_gpus():

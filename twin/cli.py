@@ -28,7 +28,7 @@ from twin.output import Outputs
 
 EPILOG = """\
 examples:
-  twin list                                  built-in scenarios, models and hardware profiles
+  twin list                                  built-in scenarios, models, hardware and framework profiles
   twin check                                 the default built-in scenario: memory and estimates
   twin check scenarios/my-run.yaml --set placement.rollout.gpus=64 --set cluster.gpu=h200
   twin check grpo-7b-colocated --json -      the same as JSON on stdout
@@ -38,7 +38,7 @@ examples:
   twin whatif grpo-8b-disaggregated --pressure "placement.rollout.gpus=24,placement.trainer.gpus=8"
   twin plan grpo-8b-disaggregated --gpus 64  the best mode and split for 64 GPUs
   twin import verl run_dapo.sh --out my-run.yaml   a framework's launch script as a scenario
-  twin validate                              the twin against published runs (exit 1 on a miss)
+  twin validate [--cross]                    the twin against published runs (exit 1 on a miss)
   twin validate --probe                      the twin against a real torch RL loop on this machine
   twin calibrate --device cuda --out my-gpu.yaml   measure a GPU into a hardware profile
   twin tui                                   the interactive planner (pip install ".[tui]" from a clone)
@@ -99,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", metavar="PATH", help="write a Chrome trace (open in Perfetto)")
     run.add_argument("--no-verdict", action="store_true",
                      help="skip the marginal-gain re-simulations (one per pressure)")
+    run.add_argument("--sample-steps", type=int, metavar="K",
+                     help="for long runs: simulate K steps per segment (schedule windows, tenths of the run) "
+                     "and extrapolate the whole run's time and binding links (docs/fit.md states the error)")
+    run.add_argument("--until", action="append", default=[], metavar="trajectories=N|tokens=N",
+                     help="also report the time until the run has trained on N trajectories or generated N "
+                     "tokens (repeatable; beyond run.steps: extrapolated at the last step's rate)")
     whatif = sub.add_parser("whatif", help="what each extra unit of a pressure buys: the sensitivity table",
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             description="Re-simulate the scenario once per pressure, each raised alone, "
@@ -128,6 +134,9 @@ def _parser() -> argparse.ArgumentParser:
                           help="also, for each source with a fitted parameter, the value every figure implies "
                           "on its own (how far apart they are says how consistent the model is with the "
                           "source; re-simulates each figure ~16 times)")
+    validate.add_argument("--cross", action="store_true",
+                          help="also, per framework profile (framework_profiles/): the values it fitted on one "
+                          "source and how the other sources that run under it are predicted with them")
     _plan_parser(sub, scenario_args)
     _import_parser(sub)
     _fit_parser(sub)
@@ -313,11 +322,18 @@ def _run(args) -> int:
         if source is not None:
             raise InputError("give a scenario or --from FRAMEWORK FILE..., not both", field="--from", value=source)
         source, args.overrides = scenario_from(args.from_files, args.overrides), []
+    from twin.analysis.run import parse_until
+
+    until = [parse_until(u) for u in args.until]
     plan = runner.prepare(source, args.overrides)
     _warn(plan)
     compile_notice()
+    if args.sample_steps is not None:
+        return _sample_steps(args, plan, outputs)
     with progress_printer(plan.run.steps) as progress:
         report = runner.simulate(plan, progress)
+    if until:
+        report = report.with_time_to(until)
     if not args.no_verdict:
         with count_printer("verdict: re-simulating each pressure") as counted:
             report = report.with_verdict(judge(report, progress=counted))
@@ -331,8 +347,29 @@ def _run(args) -> int:
     return 0
 
 
+def _sample_steps(args, plan, outputs) -> int:
+    """``twin run --sample-steps K``: the whole run extrapolated from K steps per segment."""
+    from twin.analysis.extrapolate import extrapolate_run
+    from twin.progress import count_printer
+    from twin.render import render_estimate
+
+    if args.sample_steps < 1 or args.trace or args.until:
+        raise InputError("--sample-steps estimates the run's time alone: K >= 1, without --trace or --until",
+                         field="--sample-steps", value=args.sample_steps, allowed="an integer >= 1")
+    with count_printer("simulating segments") as counted:
+        estimate = extrapolate_run(plan, args.sample_steps, counted)
+    text = json.dumps({"run_estimate": estimate}, indent=2, sort_keys=True) + "\n"
+    if args.json_path == "-":
+        sys.stdout.write(text)
+    else:
+        print(render_estimate(plan.scenario.name, estimate))
+    outputs.commit({"--json": text})
+    return 0
+
+
 def _validate(args) -> int:
-    from twin.validate import all_ok, case_files, implied_parameters, render, render_implied, validate_source
+    from twin.validate import (all_ok, case_files, implied_parameters, render, render_cross, render_implied,
+                               validate_source)
 
     outputs = _outputs(args)
     files = case_files(args.directory)
@@ -347,6 +384,8 @@ def _validate(args) -> int:
     if implied:
         text += "\n\n" + "\n\n".join(render_implied(r.path, r.fitted, implied[r.path])
                                       for r in results if r.path in implied)
+    if args.cross:
+        text += "\n\n" + render_cross(results)
     data = [{"source": r.source.source, "file": r.path.name, "fitted": r.fitted,
              "figures": [{"case": f.case, "metric": f.metric, "predicted": f.predicted,
                           "expected": f.expected, "error": f.error, "ok": f.ok, "fitted": f.fitted}
@@ -461,6 +500,9 @@ def _list() -> int:
     for kind in ("gpu", "cpu", "link", "host"):
         if kind in by_kind:
             print(f"{kind + ' profiles:':21s}" + ", ".join(by_kind[kind]))
+    from twin.config.frameworks import builtin_frameworks
+
+    print("Framework profiles:  " + ", ".join(builtin_frameworks()) + "  (for framework:)")
     return 0
 
 

@@ -36,6 +36,9 @@ def render_run(report: dict[str, Any]) -> str:
         "",
         f"Step time {report['step_time_s']:.1f} s   {th['tokens_per_s']:,.0f} tokens/s "
         f"({th['tokens_per_s_per_gpu']:,.0f} per GPU)   {th['trajectories_per_hour']:,.0f} trajectories/h",
+    ]
+    lines += run_lines(report)
+    lines += [
         "",
         "Where a step goes (mean seconds per step)",
     ]
@@ -77,6 +80,54 @@ def render_run(report: dict[str, Any]) -> str:
         for a in report["assumptions"]:
             lines.append(f"  {a['field']} = {a['value']}: {a['note']}")
     return "\n".join(lines)
+
+
+def run_lines(report: dict[str, Any]) -> list[str]:
+    """The whole run: its total time against run.steps × the first step, per schedule window,
+    where the binding link changes, and the time to --until's targets (none for one step)."""
+    from twin.analysis.run import change_text
+
+    run = report.get("run")
+    lines: list[str] = []
+    if run and run["steps"] > 1:
+        lines += ["", f"Whole run: {run['steps']} steps in {_hours(run['total_s'])} "
+                  f"({run['steps']} × the first step: {_hours(run['steps_times_first_s'])}); "
+                  f"step {run['first_step_s']:.1f} s first, {run['last_step_s']:.1f} s last"]
+        if report["scenario"]["workload"].get("schedule"):
+            lines.append(f"  {'steps':>11s} {'step s':>8s} {'mean response':>14s}  binding link")
+            for w in run["windows"]:
+                lines.append(f"  {w['from_step']:>5d}-{w['to_step']:<5d} {w['step_s']:8.1f} "
+                             f"{w['mean_response_tokens']:14,.0f}  {w['binding_link']}")
+        for change in run["binding_changes"]:
+            lines.append("  " + change_text(change))
+    for t in report.get("time_to", []):
+        target = f"{t['target']:,.0f} {t['what']}"
+        if t["training_step"] is None:
+            lines.append(f"  {target}: never (the last step trained on none)")
+            continue
+        lines.append(f"  {target} after {_hours(t['time_s'])} (step {t['training_step']:,}"
+                     + (", extrapolated at the last step's rate)" if t["extrapolated"] else ")"))
+    return lines
+
+
+def render_estimate(name: str, est: dict[str, Any]) -> str:
+    """``twin run --sample-steps``: the whole run's time from a few simulated steps per segment."""
+    from twin.analysis.run import change_text
+
+    lines = [f"Scenario {name}: {est['steps']} steps estimated in {_hours(est['total_s'])} from "
+             f"{est['simulated_steps']} simulated steps ({est['sample_steps']} per segment after a pipeline-filling one, "
+             "lengths of each segment's middle step; docs/fit.md states the error)",
+             f"  {'steps':>11s} {'step s':>8s} {'mean response':>14s}  binding link"]
+    for seg in est["segments"]:
+        lines.append(f"  {seg['from_step']:>5d}-{seg['to_step']:<5d} {seg['step_s']:8.1f} "
+                     f"{seg['mean_response_tokens']:14,.0f}  {seg['binding_link']}")
+    for change in est["binding_changes"]:
+        lines.append("  " + change_text(change))
+    return "\n".join(lines)
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds:,.0f} s"
 
 
 def pressure_note(row: dict, rows: list[dict] | None = None) -> str:

@@ -118,6 +118,21 @@ class Report:
     def with_verdict(self, verdict) -> Report:
         return Report(self.data, self.plan, self.result, verdict)
 
+    @property
+    def run(self) -> dict[str, Any]:
+        """The whole run: total time, per-window figures, where the binding link changes
+        (:mod:`twin.analysis.run`)."""
+        return self.data["run"]
+
+    def with_time_to(self, until: Sequence[tuple[str, float]]) -> Report:
+        """This report with ``time_to``: for each (``"trajectories"`` or ``"tokens"``, N), the
+        time until the run has trained on N trajectories or generated N tokens."""
+        from twin.analysis.report import _rounded
+        from twin.analysis.run import step_figures, time_to_all
+
+        rows = time_to_all(step_figures(self.result), list(until))
+        return Report({**self.data, "time_to": _rounded(rows)}, self.plan, self.result, self.verdict)
+
     def to_dict(self) -> dict[str, Any]:
         """The report as plain data; with a verdict, each bottleneck row's ``marginal_gain``
         and the ``verdict`` section."""

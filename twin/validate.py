@@ -295,6 +295,62 @@ def render(results: list[SourceResult]) -> str:
     return "\n".join(lines)
 
 
+def render_cross(results: list[SourceResult]) -> str:
+    """Each framework profile's fitted values against the sources that did not fit them.
+
+    A profile value is fitted once, on the source its ``fitted_on`` names; every other source
+    that runs under the profile predicts with it. Grouped by profile: which source fitted what,
+    and how many figures each of the others gets within tolerance. A source that still fits
+    a parameter of its own (not a property of the stack) says so."""
+    from twin.config.frameworks import framework_profile
+
+    by_profile: dict[str | None, list[SourceResult]] = {}
+    for r in results:
+        by_profile.setdefault(r.source.base.get("framework"), []).append(r)
+    lines = ["Framework profiles across sources: each value fitted once (on the source named), "
+             "predicting the others"]
+    predicted_ok = predicted_all = 0
+    for name in sorted(by_profile, key=lambda n: (n is None, n or "")):
+        group = by_profile[name]
+        if name is None:
+            lines.append("  (no framework profile): " + ", ".join(
+                f"{_tag(r)} {_count(r)}" for r in group))
+            continue
+        profile = framework_profile(name)
+        fitted = {p: s for p, s in profile.settings.items() if s.fitted_on}
+        lines.append(f"  {name}: " + ("; ".join(f"{p} = {s.value:g} fitted on {s.fitted_on.split('-')[0]}"
+                                               for p, s in fitted.items()) or "no fitted values"))
+        for r in group:
+            fits = r.source.fit.parameter if r.source.fit else None
+            if fits in fitted and fitted[fits].fitted_on == r.path.name:
+                role = f"fits {fits}"
+            elif fits:
+                role = f"predicted; fits its own {fits} (not a property of the stack)"
+            else:
+                role = "predicted"
+            ok, n = _tally(r)
+            if role.startswith("predicted"):
+                predicted_ok, predicted_all = predicted_ok + ok, predicted_all + n
+            lines.append(f"    {_tag(r):4s} {ok}/{n} within ±{r.source.tolerance * 100:.0f}%  ({role})")
+    lines.append(f"cross: {predicted_ok}/{predicted_all} figures of sources that fit no profile value "
+                 "within tolerance")
+    return "\n".join(lines)
+
+
+def _tag(r: SourceResult) -> str:
+    return r.path.stem.split("-")[0]
+
+
+def _tally(r: SourceResult) -> tuple[int, int]:
+    figures = [f for f in r.figures if not f.fitted]
+    return sum(f.ok for f in figures), len(figures)
+
+
+def _count(r: SourceResult) -> str:
+    ok, n = _tally(r)
+    return f"{ok}/{n}"
+
+
 def all_ok(results: list[SourceResult]) -> bool:
     return all(f.ok for r in results for f in r.figures) and all(ok for r in results for _, _, ok in r.checks)
 

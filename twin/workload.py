@@ -49,17 +49,21 @@ class Batch:
 
 
 def sample_batch(scenario: Scenario, groups: int, rng: np.random.Generator,
-                 responses: int | None = None, response_dist=None) -> Batch:
+                 responses: int | None = None, response_dist=None, step: int = 1) -> Batch:
+    """``groups`` prompts × ``responses`` (default: responses per prompt) trajectories, their
+    lengths drawn from the workload in force at training step ``step`` (counted from 1:
+    ``workload.schedule``); ``response_dist`` replaces the response lengths."""
     a, w = scenario.algorithm, scenario.workload
+    prompt_dist, response_at_step = w.at_step(step)
     per_group = responses or a.responses_per_prompt
     n = groups * per_group
-    prompt = np.repeat(np.maximum(np.rint(w.prompt_tokens.sample(rng, groups)), 1), per_group)
+    prompt = np.repeat(np.maximum(np.rint(prompt_dist.sample(rng, groups)), 1), per_group)
     turns = np.ones(n, dtype=np.int64)
     mt = w.multi_turn
     if mt is not None:
         turns += np.maximum(np.rint(mt.tool_calls.sample(rng, n)), 0).astype(np.int64)
     total = int(turns.sum())
-    gen = np.maximum(np.rint((response_dist or w.response_tokens).sample(rng, total)), 1)
+    gen = np.maximum(np.rint((response_dist or response_at_step).sample(rng, total)), 1)
     tool_s = np.zeros(total)
     reply = np.zeros(total)
     if mt is not None:

@@ -170,7 +170,7 @@ def test_out_with_scenario_loads_and_passes_check(capsys, tmp_path):
     fitted = tmp_path / "fitted.yaml"
     code, out, _ = _run(capsys, FIX / LOGS["verl"], "--scenario", TINY, "--out", fitted)
     assert code == 0 and "LAST window" not in out and "last window (steps 10-12)" in out
-    assert "steady state" in out
+    assert "workload.schedule (4 windows)" in out and "run.steps=12" in out
     text = fitted.read_text()
     assert "LAST window" in text
     scenario = load_scenario(fitted)
@@ -182,11 +182,32 @@ def test_out_with_scenario_loads_and_passes_check(capsys, tmp_path):
     assert main(["check", str(fitted)]) == 0
 
 
+def test_out_writes_every_window_as_the_schedule(capsys, tmp_path):
+    fitted = tmp_path / "fitted.yaml"
+    assert _run(capsys, FIX / LOGS["verl"], "--scenario", TINY, "--out", fitted, "--json", tmp_path / "f.json")[0] == 0
+    result = json.loads((tmp_path / "f.json").read_text())
+    w = load_scenario(fitted).workload
+    assert [x.from_step for x in w.schedule.windows] == [1, 4, 7, 10]
+    for win, fit_win in zip(w.schedule.windows, result["windows"]):
+        assert win.response_tokens.median == pytest.approx(fit_win["response"]["fitted"]["p50"], rel=1e-3)
+        assert win.prompt_tokens is not None
+    # The lengths each step draws are its window's; the last window is also the top-level steady state.
+    assert w.at_step(5)[1] == w.schedule.windows[1].response_tokens
+    assert w.at_step(12)[1].median == w.response_tokens.median
+    # The case's base is the last window's steady state, without the schedule.
+    case = tmp_path / "case.yaml"
+    assert _run(capsys, FIX / LOGS["verl"], "--scenario", TINY, "--case", case)[0] == 0
+    base = yaml.safe_load(case.read_text())["base"]["workload"]
+    assert "schedule" not in base and base["response_tokens"] == yaml.safe_load(fitted.read_text())[
+        "workload"]["schedule"]["windows"][-1]["response_tokens"]
+
+
 def test_out_without_scenario_is_a_workload_fragment(capsys, tmp_path):
     frag = tmp_path / "frag.yaml"
     assert _run(capsys, FIX / LOGS["wandb-csv"], "--out", frag)[0] == 0
     data = yaml.safe_load(frag.read_text())
-    assert list(data) == ["workload"] and list(data["workload"]) == ["response_tokens"]  # no prompts in this CSV
+    assert list(data) == ["workload"] and list(data["workload"]) == ["response_tokens", "schedule"]  # no prompts here
+    assert all("prompt_tokens" not in w for w in data["workload"]["schedule"]["windows"])
     load_scenario(TINY, {"workload": data["workload"]})
 
 

@@ -90,7 +90,10 @@ def test_validation_error_names_the_framework_knob(tmp_path, twin_import):
     assert code == 2 and "actor_rollout_ref.rollout.gpu_memory_utilization" in err[-1]
 
 
-def test_fully_async_recipe_rounds_fractional_staleness_up(tmp_path, twin_import):
+def test_fully_async_recipe_keeps_its_semantics(tmp_path, twin_import):
+    """verl's fully-async trainer: a twin step is one parameter sync (trigger × require ×
+    mini prompts) trained in trigger chunks; the fractional staleness_threshold is kept; the
+    rollout's log-probs are used (no old-log-prob pass)."""
     script = tmp_path / "run.sh"
     script.write_text(
         "python -m recipe.fully_async_policy.fully_async_main "
@@ -101,10 +104,12 @@ def test_fully_async_recipe_rounds_fractional_staleness_up(tmp_path, twin_import
         "trainer.nnodes=1 trainer.n_gpus_per_node=8 actor_rollout_ref.rollout.n=16\n")
     code, data, err = twin_import("verl", script)
     assert code == 0
+    a = data["algorithm"]
     assert data["placement"]["mode"] == "async"
-    assert data["algorithm"]["staleness"] == 1 and data["algorithm"]["partial_rollout"] is True
-    assert data["algorithm"]["prompts_per_step"] == 128
-    assert "async_training.trigger_parameter_sync_step" in err[0]  # not modelled: named, not dropped
+    assert a["staleness"] == 0.5 and a["partial_rollout"] is True
+    assert a["prompts_per_step"] == 512 and a["minibatches"] == 16 and a["updates_per_sync"] == 4
+    assert a["old_logprob"] is False
+    assert not err or "async_training" not in err[0]  # every async knob is used
 
 
 def test_missing_defaults_file_is_an_error(tmp_path, twin_import):

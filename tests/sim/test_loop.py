@@ -166,3 +166,28 @@ def test_staleness_drops_are_reported_not_trained_on():
                                                  "max": 4096}})
     r = simulate(plan_of(data))
     assert all(rec.max_staleness == 0 for rec in r.steps)
+
+
+def test_streaming_updates_overlap_training_with_the_rest_of_the_rollout():
+    """verl's stream off-policy pipeline (staleness 0, trigger_parameter_sync_step > 1): the
+    trainer trains each chunk as it arrives, so the step is shorter than rollout + training,
+    it trains the same trajectories, and no group lags a version."""
+    tail = {"placement.mode": "disaggregated", "run.steps": 4, "algorithm.prompts_per_step": 32,
+            "algorithm.minibatches": 4, "placement.rollout.gpus": 4, "placement.trainer.gpus": 4,
+            "workload.response_tokens": {"kind": "lognormal", "median": 300, "sigma": 1.0, "max": 4096}}
+    whole = simulate(plan_of(small(**tail)))
+    chunked = simulate(plan_of(small(**tail, **{"algorithm.updates_per_sync": 4})))
+    assert metrics.step_time(chunked) < metrics.step_time(whole)
+    assert [r.trajectories for r in chunked.steps] == [r.trajectories for r in whole.steps]
+    assert all(r.max_staleness == 0 for r in chunked.steps)
+    # each chunk ends in an update: 4 updates of minibatches/4 optimizer steps per step
+    assert chunked.steps[-1].phases["update_actor"] > 0
+
+
+def test_updates_per_sync_must_divide_the_batch_and_needs_separate_pools():
+    from twin.errors import InputError
+    with pytest.raises(InputError, match="updates_per_sync"):
+        plan_of(small(**{"placement.mode": "disaggregated", "algorithm.updates_per_sync": 3,
+                         "placement.rollout.gpus": 4, "placement.trainer.gpus": 4}))
+    with pytest.raises(InputError, match="separate pools"):
+        plan_of(small(**{"algorithm.updates_per_sync": 2, "algorithm.minibatches": 2}))

@@ -117,9 +117,9 @@ def script(monkeypatch, lengths, filtered=(), *, repeat: bool = False) -> None:
     lengths, flags = list(lengths), list(filtered)
     admitted = 0
 
-    def scripted(scenario, groups, rng, responses=None, response_dist=None):
+    def scripted(scenario, groups, rng, responses=None, response_dist=None, step=1):
         nonlocal admitted
-        batch = sample_batch(scenario, groups, rng, responses, response_dist)
+        batch = sample_batch(scenario, groups, rng, responses, response_dist, step)
         if responses is not None:
             return batch
         assert repeat or admitted + groups <= len(lengths), "more groups admitted than the case scripts"
@@ -159,6 +159,44 @@ def test_streaming_admission_fills_the_staleness_quota_when_weights_arrive(stale
         assert prod.submitted_groups == min(step + 1 + staleness + 1, steps) * prompts
         assert all(at == now for at, _ in log.submits[seen:])
     assert prod.dropped == {}
+
+
+@pytest.mark.parametrize("staleness, prompts", [(0.5, 4), (0.25, 4), (1.5, 2), (0.3, 10)])
+def test_a_fractional_staleness_admits_that_share_of_a_batch_ahead(staleness, prompts):
+    """verl's staleness_threshold: ⌊(version + 1 + s) × prompts_per_step⌋ groups may start, and
+    a trained group lags at most ⌈s⌉ versions."""
+    steps = 4
+    prod = make(tiny("async", staleness=staleness, prompts=prompts, responses=2, steps=steps))
+    prod.fill()
+    assert prod.submitted_groups == math.floor((1 + staleness) * prompts)
+    now = 0.0
+    for step in range(steps):
+        ready = prod.take(step)
+        assert ready.min_version >= step - math.ceil(staleness)
+        now = max(now, ready.time) + TRAIN_S
+        prod.weights_ready(now, step + 1)
+        expected = math.floor(min(step + 1 + staleness + 1, steps) * prompts)
+        assert prod.submitted_groups == expected + prod.stale_groups
+
+
+def test_take_hands_over_the_first_groups_to_complete():
+    """A trainer streaming chunks of a step gets the groups in the order they finish."""
+    prod = make(tiny("disaggregated", staleness=0, partial=False, prompts=4, responses=1, steps=1))
+    lengths = [400, 50, 200, 100]
+    from unittest import mock
+    real = producer_module.sample_batch
+
+    def scripted(scenario, groups, rng, responses=None, response_dist=None, step=1):
+        batch = real(scenario, groups, rng, responses, response_dist, step)
+        batch.gen = np.asarray(lengths[:groups], float)
+        return batch
+
+    with mock.patch.object(producer_module, "sample_batch", scripted):
+        first = prod.take(0, 2)
+        rest = prod.take(0, 2)
+    assert sorted(first.generated) == [50, 100]
+    assert sorted(rest.generated) == [200, 400]
+    assert first.time < rest.time
 
 
 def test_batchwise_admission_takes_one_batch_at_a_time_once_the_engines_are_idle():

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from twin.analysis import metrics
+from twin.analysis import run as whole_run
 from twin.analysis.assumptions import assumptions
 from twin.config.scenario import resolved_dict
 from twin.cost.memory import GiB, memory_report
@@ -58,8 +59,18 @@ def bottleneck_table(result: SimResult, util: dict[str, float]) -> list[dict[str
     return rows
 
 
+def _rounded(x):
+    """Numbers in nested data rounded as :func:`_r` does."""
+    if isinstance(x, dict):
+        return {k: _rounded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_rounded(v) for v in x]
+    return _r(x) if isinstance(x, float) else x
+
+
 def build_report(result: SimResult) -> dict[str, Any]:
     util = metrics.utilization(result)
+    figures = whole_run.step_figures(result)
     memory = {
         m.role: {"used_gib": _r(m.used_bytes / GiB), "capacity_gib": _r(m.capacity_bytes / GiB),
                  "headroom_gib": _r(m.headroom_bytes / GiB), "fits": m.fits}
@@ -76,9 +87,12 @@ def build_report(result: SimResult) -> dict[str, Any]:
         "memory": memory,
         "steps": [
             {"step": r.step, "start_s": _r(r.start), "end_s": _r(r.end), "trajectories": r.trajectories,
-             "max_staleness": r.max_staleness, "phases": _rd(r.phases)}
-            for r in result.steps
+             "max_staleness": r.max_staleness, "phases": _rd(r.phases), "step_s": _r(f["step_s"]),
+             "generated_tokens": _r(f["generated_tokens"]), "mean_response_tokens": _r(f["mean_response_tokens"]),
+             "binding_link": f["binding_link"]}
+            for r, f in zip(result.steps, figures)
         ],
+        "run": _rounded(whole_run.run_summary(result)),
         "counters": _rd(result.counters),
         "dropped": dict(sorted(result.dropped.items())),
         "gpus": dict(result.gpus),

@@ -15,6 +15,8 @@ Each ``check_*`` raises :class:`InputError` naming the scenario field; the model
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from twin.errors import InputError
@@ -54,12 +56,14 @@ def _gb(n: float) -> str:
     return f"~{n:,.0f} GB" if n >= 10 else f"~{n:,.1f} GB"
 
 
-def _n(x: int) -> str:
-    """An integer for a message: with thousands separators, or its order of magnitude."""
-    return f"{x:,}" if x < 10**15 else f"~1e{int(x.bit_length() * 0.30103)}"
+def _n(x: int | float) -> str:
+    """A count for a message: with thousands separators, or its order of magnitude."""
+    if isinstance(x, int):
+        return f"{x:,}" if x < 10**15 else f"~1e{int(x.bit_length() * 0.30103)}"
+    return f"{x:,.4g}" if x < 1e15 else f"~1e{int(math.log10(x))}"
 
 
-def _reach(dist) -> float:
+def reach(dist) -> float:
     """How far a distribution's samples go: its upper bound, or (unbounded) the 99.9th
     percentile of 100,000 draws, as the memory check reads it."""
     bound = dist.upper_bound()
@@ -168,6 +172,13 @@ def check_algorithm(a) -> None:
                          "per RL step, each a learner pass the simulation prices rank by rank",
                          field=field, value=value,
                          allowed=f"ppo_epochs × minibatches at most {MAX_OPTIMIZER_STEPS:,}")
+    k = a.updates_per_sync
+    for name, value in (("prompts_per_step", a.prompts_per_step), ("minibatches", a.minibatches)):
+        if value % k:
+            raise InputError(f"{_n(k)} updates per sync split the step's {name} into equal chunks",
+                             field="algorithm.updates_per_sync", value=k,
+                             allowed=f"a divisor of algorithm.{name} ({value:,}); verl: prompts_per_step = "
+                                     "trigger_parameter_sync_step × require_batches × ppo_mini_batch_size")
     _at_most("algorithm.dynamic_sampling.max_rounds", a.dynamic_sampling.max_rounds, 1000,
              "over-generating more than 1000 rounds for one batch is not a sampling strategy", "1..1000")
 
@@ -191,24 +202,66 @@ def check_run(r) -> None:
 
 def check_seconds(field: str, dist) -> None:
     """A per-sample duration (reward, tool call, sandbox run): at most a day."""
-    reach = _reach(dist)
-    if not reach <= MAX_SECONDS:
-        raise InputError(f"samples reach {reach:.3g} s ({_which(dist)}): the simulation advances every step "
+    far = reach(dist)
+    if not far <= MAX_SECONDS:
+        raise InputError(f"samples reach {far:.3g} s ({_which(dist)}): the simulation advances every step "
                          "to the last of them", field=field, value=_spec(dist),
                          allowed=f"samples of at most {MAX_SECONDS:,.0f} s (a day); give a 'max'")
 
 
 def check_tokens(field: str, dist) -> None:
-    reach = _reach(dist)
-    if not reach <= MAX_CONTEXT_TOKENS:
-        raise InputError(f"samples reach {reach:.3g} tokens ({_which(dist)}), beyond any model's context",
+    far = reach(dist)
+    if not far <= MAX_CONTEXT_TOKENS:
+        raise InputError(f"samples reach {far:.3g} tokens ({_which(dist)}), beyond any model's context",
                          field=field, value=_spec(dist), allowed=f"at most {MAX_CONTEXT_TOKENS:,} tokens; give a 'max'")
 
 
+MAX_WINDOWS = MAX_STEPS          # a schedule window per step at most
+
+
+def check_schedule(w) -> None:
+    """workload.schedule: windows ascending from the start, within the run's length bounds and
+    the lengths the engines and trainer are sized for (workload.response_tokens' and
+    workload.prompt_tokens' bounds)."""
+    windows = w.schedule.windows
+    if w.schedule.growth is not None and w.response_tokens.max is None:
+        raise InputError("growing lengths need the max response length they are capped at",
+                         field="workload.response_tokens.max", value=None,
+                         allowed="the engine's max response length, e.g. max: 16384")
+    _at_most("workload.schedule.windows", len(windows), MAX_WINDOWS,
+             "a schedule window per step is the finest a run can use", f"at most {MAX_WINDOWS:,} windows")
+    if windows and windows[0].from_step > 1:
+        raise InputError("the first schedule window must start the run", field="workload.schedule.windows[0].from_step",
+                         value=windows[0].from_step, allowed="0 or 1 (steps count from 1)")
+    for i in range(1, len(windows)):
+        if windows[i].from_step <= max(windows[i - 1].from_step, 1):
+            raise InputError("schedule windows must ascend by from_step", field=f"workload.schedule.windows[{i}].from_step",
+                             value=windows[i].from_step, allowed=f"> {max(windows[i - 1].from_step, 1)} "
+                             f"(windows[{i - 1}].from_step)")
+        _at_most(f"workload.schedule.windows[{i}].from_step", windows[i].from_step, MAX_STEPS,
+                 "beyond the longest run", f"at most {MAX_STEPS:,}")
+    cap, prompt_cap = float(w.max_response_tokens), w.prompt_tokens.upper_bound()
+    for i, win in enumerate(windows):
+        reach = win.response_tokens.upper_bound()
+        if not reach <= cap:
+            raise InputError(f"window {i}'s responses reach {reach:,.0f} tokens, beyond the max response length "
+                             f"{cap:,.0f} (workload.response_tokens' bound, which sizes the engines)",
+                             field=f"workload.schedule.windows[{i}].response_tokens", value=_spec(win.response_tokens),
+                             allowed=f"a 'max' of at most {cap:,.0f}, or raise workload.response_tokens' bound")
+        if win.prompt_tokens is not None:
+            check_tokens(f"workload.schedule.windows[{i}].prompt_tokens", win.prompt_tokens)
+            reach = win.prompt_tokens.upper_bound()
+            if np.isfinite(prompt_cap) and not reach <= prompt_cap:
+                raise InputError(f"window {i}'s prompts reach {reach:,.0f} tokens, beyond workload.prompt_tokens' "
+                                 f"bound {prompt_cap:,.0f}, which sizes the engines and trainer",
+                                 field=f"workload.schedule.windows[{i}].prompt_tokens", value=_spec(win.prompt_tokens),
+                                 allowed=f"a 'max' of at most {prompt_cap:,.0f}, or raise workload.prompt_tokens' bound")
+
+
 def check_tool_calls(dist) -> None:
-    reach = _reach(dist)
-    if not reach <= MAX_TOOL_CALLS:
-        raise InputError(f"samples reach {reach:.3g} tool calls per trajectory ({_which(dist)})",
+    far = reach(dist)
+    if not far <= MAX_TOOL_CALLS:
+        raise InputError(f"samples reach {far:.3g} tool calls per trajectory ({_which(dist)})",
                          field="workload.multi_turn.tool_calls", value=_spec(dist),
                          allowed=f"at most {MAX_TOOL_CALLS:,}; give a 'max'")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from twin.config.frameworks import with_framework
 from twin.config.io import MAX_DEPTH, MAX_VALUES, UnsafeYAML, blame_override, input_error, load_yaml, read_mapping
 from twin.config.registry import builtin_scenarios, builtin_scenarios_dir, looks_like_path
 from twin.config.scenario import Scenario
@@ -168,6 +169,7 @@ def load_scenario(
         typed = _live([(key, text) for key, _, text in parsed])
     base_dir = path.parent if path else Path.cwd()
     try:
+        data = with_framework(data, base_dir)
         return Scenario.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
         raise blame_override(input_error(exc, path, Scenario), typed, path) from None

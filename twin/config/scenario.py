@@ -180,6 +180,12 @@ class TrainerPlacement(Strict):
         description="eager: HF model code, one kernel per norm/rotary/activation (verl FSDP, "
         "OpenRLHF, TRL); fused: Megatron-core/TransformerEngine fused kernels (NeMo-RL Megatron).",
     )
+    controller_positions_per_s: float | None = Field(
+        default=None, gt=0,
+        description="Single-controller data path (verl's driver and Ray): every learner pass ships the "
+        "batch between the controller and the workers padded to the longest position a sequence may "
+        "reach (max prompt + max response), at this many positions per second — a cost no GPU count "
+        "shortens. None: not priced (SPMD trainers, or a stack whose rate is unknown).")
 
     @model_validator(mode="after")
     def _sizes(self) -> TrainerPlacement:
@@ -218,7 +224,19 @@ class Algorithm(Strict):
         default=None, description="Reference-policy pass for the KL term; default off for DAPO."
     )
     critic: bool | None = Field(default=None, description="Value model; default on for PPO only.")
-    staleness: int = Field(default=0, ge=0, description="Max policy versions a sample may lag.")
+    staleness: int | float = Field(
+        default=0, ge=0,
+        description="How far rollout may run ahead of training, in steps' worth of prompts: at most "
+                    "(version + 1 + staleness) × prompts_per_step groups are started before weights newer "
+                    "than version arrive, and a group lagging more than ceil(staleness) versions is dropped. "
+                    "An integer is AReaL's max_head_offpolicyness / NeMo-RL's max_trajectory_age_steps; a "
+                    "fraction is verl's fully-async staleness_threshold (0.5: half a step's batch ahead).")
+    updates_per_sync: Count = Field(
+        default=1,
+        description="Trainer updates between two weight syncs (verl fully-async trigger_parameter_sync_step): "
+                    "the step's prompts are trained in this many equal chunks, each as soon as its groups are "
+                    "ready (streaming), each with its share of the minibatches; weights sync after the last. "
+                    "Separate pools only.")
     partial_rollout: bool = Field(
         default=False, description="Weight updates interrupt generation, which then continues."
     )
@@ -277,6 +295,39 @@ class MultiTurn(Strict):
         return self
 
 
+class ScheduleWindow(Strict):
+    """Lengths from one training step on, until the next window's ``from_step``."""
+
+    from_step: int = Field(ge=0, description="First training step the window applies to, counted from 1 as "
+                           "verl and TRL log them (0 is read as 1: from the start). Steps ascend.")
+    response_tokens: Distribution = Field(description="Tokens generated per turn in this window; bounded by "
+                                          "workload.response_tokens' max (the engine's max response length).")
+    prompt_tokens: Distribution | None = Field(default=None, description="Prompt length in this window "
+                                               "(default: workload.prompt_tokens, which bounds it).")
+
+
+class Growth(Strict):
+    """A stated drift: response lengths multiplied by ``(1 + per_step)`` each training step."""
+
+    per_step: float = Field(gt=-1, le=1, description="Relative change of every response length per step: a "
+                            "length drawn at step s is × (1 + per_step)^(s − from_step of the window in force), "
+                            "then capped at the max response length (0.005: +0.5% a step).")
+
+
+class Schedule(Strict):
+    """Response (and prompt) lengths as a function of the training step: piecewise by step windows
+    (``twin fit`` writes them from a run's logs) and/or a stated growth. A trajectory's lengths
+    are drawn from the step its policy version would train, ``version + 1``, at admission: with
+    staleness, a group admitted under version v draws step v+1's lengths even if a later step
+    trains on it."""
+
+    windows: list[ScheduleWindow] = Field(default_factory=list, description="Step windows, ascending "
+                                          "from_step, the first from step 0 or 1; none: workload.response_tokens "
+                                          "from the start.")
+    growth: Growth | None = Field(default=None, description="Growth of response lengths per step within each "
+                                  "window (from step 1 without windows); none by default.")
+
+
 class Workload(Strict):
     prompt_tokens: Distribution = Field(
         default=Fixed(kind="fixed", value=141), description="Prompt length (tokens)."
@@ -286,6 +337,8 @@ class Workload(Strict):
         description="Tokens generated per turn; its max is the engine's max response length.",
     )
     multi_turn: MultiTurn | None = Field(default=None, description="Tool calls between turns (agentic RL); none by default.")
+    schedule: Schedule | None = Field(default=None, description="Lengths that change over the run (by step "
+                                      "window or a stated growth); none: the same lengths every step.")
 
     @field_validator("response_tokens")
     @classmethod
@@ -298,11 +351,36 @@ class Workload(Strict):
     def _sizes(self) -> Workload:
         limits.check_tokens("workload.prompt_tokens", self.prompt_tokens)
         limits.check_tokens("workload.response_tokens", self.response_tokens)
+        if self.schedule is not None:
+            limits.check_schedule(self)
         return self
+
+    def at_step(self, step: int):
+        """(prompt, response) length distributions in force at training step ``step`` (from 1)."""
+        s = self.schedule
+        if s is None:
+            return self.prompt_tokens, self.response_tokens
+        start, prompt, response = 1, self.prompt_tokens, self.response_tokens
+        for w in s.windows:
+            if w.from_step > step:
+                break
+            start, response = max(w.from_step, 1), w.response_tokens
+            prompt = w.prompt_tokens or self.prompt_tokens
+        if s.growth is not None and step > start:
+            factor = (1.0 + s.growth.per_step) ** (step - start)
+            cap = min(response.max if response.max is not None else np.inf, float(self.max_response_tokens))
+            # Scale multiplies a draw before the clip: the median and mean grow, capped at the max.
+            response = response.model_copy(update={"scale": min(response.scale * factor, 1e6), "max": cap})
+        return prompt, response
 
     @property
     def max_response_tokens(self) -> int:
-        return int(self.response_tokens.upper_bound())
+        """The engine's max response length: response_tokens' bound (its ``max`` when a schedule
+        grows the lengths toward it)."""
+        r = self.response_tokens
+        if self.schedule is not None and self.schedule.growth is not None and r.max is not None:
+            return int(r.max)
+        return int(r.upper_bound())
 
 
 # --------------------------------------------------------------------------- weight sync
@@ -360,6 +438,11 @@ class Run(Strict):
 class Scenario(Strict):
     name: str = Field(default="scenario", description="Shown in reports.")
     description: str = Field(default="", description="Free text, shown by twin check.")
+    framework: str | None = Field(
+        default=None,
+        description="Framework profile (framework_profiles/, `twin list`): the software stack's settings — "
+                    "kernel-rate share, engine scheduling, weight-sync rates — each with its source, filled "
+                    "into the fields this scenario leaves out. A name or a path to a profile file.")
     model: ModelArch = Field(description="Preset name, inline architecture, or config.json path.")
     cluster: Cluster = Field(default_factory=Cluster)
     placement: Placement = Field(default_factory=Placement)
@@ -394,6 +477,11 @@ class Scenario(Strict):
             raise InputError(f"a {p.mode} synchronous run has no staleness",
                              field="algorithm.staleness", value=self.algorithm.staleness,
                              allowed=f"0 with mode {p.mode}; use mode async for bounded staleness")
+        a = self.algorithm
+        if a.updates_per_sync > 1 and mode(p.mode).shares_gpus:
+            raise InputError("training in chunks while rollout continues needs separate pools",
+                             field="algorithm.updates_per_sync", value=a.updates_per_sync,
+                             allowed=f"1 with mode {p.mode}; mode disaggregated or async for streaming updates")
         if self.reward.needs_gpus and p.reward_model_gpus == 0:
             raise InputError(f"a {self.reward.kind} reward needs GPUs",
                              field="placement.reward_model_gpus", value=0,
@@ -470,6 +558,8 @@ def _surely_up_to(dist: Distribution) -> float:
 def resolved_dict(scenario: Scenario) -> dict[str, Any]:
     """The scenario as plain data; hardware profiles appear by name with their source."""
     data = scenario.model_dump(mode="json")
+    if data["workload"].get("schedule") is None:
+        data["workload"].pop("schedule", None)  # stationary lengths: the report reads as before schedules
     cluster = data["cluster"]
     for key in ("gpu", "host", "intra_node_link", "inter_node_link"):
         prof = getattr(scenario.cluster, key)

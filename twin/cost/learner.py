@@ -32,6 +32,7 @@ import numpy as np
 
 from twin.plan import Plan
 from twin.cost import transformer
+from twin.config.limits import reach
 from twin.cost.collectives import Topology
 from twin.engine.balance import balance
 from twin.cost.roofline import (attention_backward_time, attention_time, compute_time, elementwise_time_by_class,
@@ -177,9 +178,11 @@ def forward_pass_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = N
     return _pass_time(plan, seqs, 1.0, gathers=1, reduce_scatters=0, priced_ranks=priced_ranks)
 
 
-def update_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None) -> float:
+def update_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None,
+                minibatches: int | None = None) -> float:
     """PPO epochs × mini-batches of forward + backward (+ recompute), each ending in an
-    optimizer step; mini-batches are consecutive slices of the step's sequences."""
+    optimizer step; mini-batches are consecutive slices of ``seqs`` (``minibatches`` of them,
+    default the algorithm's)."""
     a, t = plan.algorithm, plan.placement.trainer
     factor = 4.0 if t.recompute else 3.0
     gathers = 3 if t.recompute else 2  # forward, backward (and the recomputed forward)
@@ -187,11 +190,25 @@ def update_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None) -
     memo: dict = {}
     optimizer = optimizer_time(plan)
     for _ in range(a.ppo_epochs):
-        for chunk in np.array_split(np.asarray(seqs), a.minibatches):
+        for chunk in np.array_split(np.asarray(seqs), minibatches or a.minibatches):
             total += _pass_time(plan, chunk, factor, gathers, reduce_scatters=1, memo=memo,
                                 priced_ranks=priced_ranks)
             total += optimizer
     return total
+
+
+def controller_time(plan: Plan, sequences: int) -> float:
+    """Seconds a single-controller framework spends shipping ``sequences`` of a learner pass
+    between its driver and the workers: each padded to the longest position a sequence may
+    reach (verl's DataProto pads prompts to max_prompt_length and responses to
+    max_response_length), at the trainer's ``controller_positions_per_s``. It runs on the
+    controller, so no GPU count shortens it. Zero when the rate is not given."""
+    rate = plan.placement.trainer.controller_positions_per_s
+    if rate is None or sequences == 0:
+        return 0.0
+    w = plan.workload
+    padded = reach(w.prompt_tokens) + reach(w.response_tokens)
+    return sequences * padded / rate
 
 
 def optimizer_time(plan: Plan) -> float:

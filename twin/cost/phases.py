@@ -14,7 +14,7 @@ import numpy as np
 from twin.plan import Plan
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.cost.memory import offloaded_state_bytes
-from twin.cost.learner import forward_pass_time, update_time
+from twin.cost.learner import controller_time, forward_pass_time, update_time
 from twin.cost.weight_sync import weight_sync_cost
 from twin.workload import sample_batch
 
@@ -53,18 +53,21 @@ def generation_bound(costs: EngineCosts, engines: int, step: StepSample) -> dict
     return {"tail": float(tail), "bulk": float(bulk)}
 
 
-def learner_phases(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None) -> dict[str, float]:
+def learner_phases(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None,
+                   minibatches: int | None = None) -> dict[str, float]:
     """Seconds of each learner phase for one step's sequences (prompt + response tokens).
     ``priced_ranks``: price only that many of the most loaded data-parallel ranks (a lower
-    bound; None: all of them, as the simulation does)."""
+    bound; None: all of them, as the simulation does). ``minibatches``: optimizer steps per
+    epoch over ``seqs`` (default the algorithm's; a chunk of a step has its share)."""
     a = plan.algorithm
-    forward = forward_pass_time(plan, seqs, priced_ranks)
+    shipped = controller_time(plan, len(seqs))  # each pass's data path, with the pass
+    forward = forward_pass_time(plan, seqs, priced_ranks) + shipped
     out: dict[str, float] = {}
     if a.old_logprob:
         out["old_logprob"] = forward
     if a.reference:
         out["reference"] = forward
-    out["update_actor"] = update_time(plan, seqs, priced_ranks)
+    out["update_actor"] = update_time(plan, seqs, priced_ranks, minibatches) + shipped
     if a.critic:  # the value model: same architecture, a forward for values and its own update
         out["critic"] = forward + out["update_actor"]
     return {k: float(v) for k, v in out.items()}

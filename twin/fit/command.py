@@ -92,6 +92,36 @@ def _workload(last: dict) -> dict:
     return workload
 
 
+def _widest(dists: list[dict], last: dict) -> dict:
+    """``last`` with the largest ``max`` of ``dists``: the bound every window stays within."""
+    caps = [d.get("max") for d in dists]
+    if any(c is None for c in caps):
+        return last
+    return {**last, "max": max(caps)}
+
+
+def _scheduled(result: dict) -> dict:
+    """The workload with every window: ``schedule.windows`` (a window per fitted window, its
+    ``from_step`` counted from the log's first step as step 1), and the last window's lengths as
+    ``response_tokens``/``prompt_tokens`` with the largest max of any window, the bounds the
+    engines and trainer are sized for."""
+    wins = result["windows"]
+    first = wins[0]["steps"][0]
+    workload = _workload(wins[-1])
+    workload["response_tokens"] = _widest([w["response"]["distribution"] for w in wins], workload["response_tokens"])
+    prompts = [w["prompt"]["distribution"] for w in wins if w["prompt"] is not None]
+    if "prompt_tokens" in workload and len(prompts) == len(wins):
+        workload["prompt_tokens"] = _widest(prompts, workload["prompt_tokens"])
+    schedule = []
+    for w in wins:
+        entry = {"from_step": w["steps"][0] - first + 1, "response_tokens": w["response"]["distribution"]}
+        if w["prompt"] is not None and "prompt_tokens" in workload:
+            entry["prompt_tokens"] = w["prompt"]["distribution"]
+        schedule.append(entry)
+    workload["schedule"] = {"windows": schedule}
+    return workload
+
+
 def _dump(data: dict) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100, allow_unicode=True)
 
@@ -120,29 +150,38 @@ def main(args) -> int:
     span = f"steps {last['steps'][0]}-{last['steps'][1]}"
     texts: dict[str, str | None] = {"--json": None, "--out": None, "--case": None}
     notes = []
-    header = (f"# Fitted by `twin fit` from {', '.join(log.files)}: workload lengths of the LAST window "
-              f"({span}), the steady state a capacity plan is about")
+    scheduled = _scheduled(result)
+    n_win, logged = len(scheduled["schedule"]["windows"]), result["overall"]["steps"]
+    run_steps = logged[1] - logged[0] + 1
+    header = (f"# Fitted by `twin fit` from {', '.join(log.files)}: workload lengths per window of steps "
+              f"(workload.schedule, {n_win} windows, steps {logged[0]}-{logged[1]} of the log as 1-{run_steps}); "
+              f"response_tokens/prompt_tokens: the LAST window ({span}), bounded by the longest max of any window")
     if args.scenario:
         from twin.config.load import apply_overrides, load_scenario
 
-        fitted = apply_overrides(data, {f"workload.{k}": v for k, v in _workload(last).items()})
+        fitted = apply_overrides(data, {f"workload.{k}": v for k, v in scheduled.items()})
         load_scenario(fitted)  # the fitted scenario must be one `twin check` accepts
+        # The case compares the last window's timings: its base is that window's steady state.
+        steady = apply_overrides(data, {f"workload.{k}": v for k, v in _workload(last).items()})
+        steady["workload"].pop("schedule", None)
+        load_scenario(steady)
         what = "workload.response_tokens" + (" and workload.prompt_tokens" if last["prompt"] else "")
         if args.out:
-            texts["--out"] = header + f"\n# Scenario {args.scenario} with {what} replaced.\n" + _dump(fitted)
-            notes.append(f"wrote {args.out}: {args.scenario} with {what} from the last window ({span}), "
-                         "the steady state a capacity plan is about")
+            texts["--out"] = header + f"\n# Scenario {args.scenario} with {what} and workload.schedule replaced.\n" \
+                + _dump(fitted)
+            notes.append(f"wrote {args.out}: {args.scenario} with workload.schedule ({n_win} windows) and {what} "
+                         f"from the last window ({span}); --set run.steps={run_steps} simulates the logged run")
         if args.case:
-            texts["--case"] = _case(args, log, last, fitted, span)
+            texts["--case"] = _case(args, log, last, steady, span)
             notes.append(f"wrote {args.case}: the run's own timings over {span} as a validation case "
                          f"(twin validate {args.case})")
     elif args.out:
         from twin.config.load import load_scenario
 
-        load_scenario(None, {"workload": _workload(last)})  # valid in the default scenario
+        load_scenario(None, {"workload": scheduled})  # valid in the default scenario
         texts["--out"] = (header + "\n# A fragment: merge it into a scenario, or give --scenario S.\n"
-                          + _dump({"workload": _workload(last)}))
-        notes.append(f"wrote {args.out}: the workload alone, from the last window ({span}); "
+                          + _dump({"workload": scheduled}))
+        notes.append(f"wrote {args.out}: the workload alone, every window ({n_win}) as workload.schedule; "
                      "give --scenario S for a whole scenario")
     text = json.dumps(result, indent=2, sort_keys=True) + "\n"
     if args.json_path == "-":

@@ -112,6 +112,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     P = "policy"
     if k.bool_(f"{P}.megatron_cfg.enabled", False):
         M = f"{P}.megatron_cfg"
+        b.set("framework", "nemo-rl-megatron")  # the stack's profile: framework_profiles/nemo-rl-megatron.yaml
         b.set("placement.trainer.kernels", "fused", f"{M}.enabled")
         b.set("placement.trainer.zero_stage", 1, f"{M}.enabled")
         b.set("placement.trainer.tp", k.int_(f"{M}.tensor_model_parallel_size", 1), f"{M}.tensor_model_parallel_size")

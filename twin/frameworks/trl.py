@@ -76,6 +76,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     k, acc, serve = read(paths)
     b = Builder(k)
     model_key = "model_name_or_path"
+    b.set("framework", "trl")  # the stack's profile: framework_profiles/trl.yaml
     b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths]), model_key)
 
     # ------------------------------------------------------------ processes and placement

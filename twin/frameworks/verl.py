@@ -3,7 +3,6 @@ overrides to ``python3 -m verl.trainer.main_ppo`` (or a recipe's entry point).""
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
@@ -82,6 +81,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     knobs, module, skipped = read(paths)
     k, b = knobs, Builder(knobs)
     search = [p.parent for p in paths]
+    b.set("framework", "verl")  # the stack's profile: framework_profiles/verl.yaml
     b.set("model", resolve_model(k, f"{ARR}.model.path", model_given, search), f"{ARR}.model.path")
 
     # ------------------------------------------------------------ deployment
@@ -98,12 +98,22 @@ def run(paths: list[Path], model_given: bool) -> Imported:
         b.set("placement.rollout.gpus", r_nodes * r_per_node, "rollout.n_gpus_per_node", "rollout.nnodes")
         b.set("placement.trainer.gpus", nnodes * per_node, "trainer.n_gpus_per_node", "trainer.nnodes")
         if fully_async:
+            # A fraction of a sync period's batch that may be generated ahead: the twin's
+            # staleness quota is the same rule (twin.sim.producer).
             threshold = k.float_("async_training.staleness_threshold", 1.0)
-            b.set("algorithm.staleness", math.ceil(threshold), "async_training.staleness_threshold")
+            b.set("algorithm.staleness", int(threshold) if threshold == int(threshold) else threshold,
+                  "async_training.staleness_threshold")
             b.set("algorithm.partial_rollout", k.bool_("async_training.partial_rollout", True),
                   "async_training.partial_rollout")
-            b.note(f"verl's fully-async staleness_threshold {threshold:g} rounded up to {math.ceil(threshold)} whole "
-                   "policy versions; its parameter sync every trigger_parameter_sync_step steps is not modelled")
+            b.set("algorithm.updates_per_sync", k.int_("async_training.trigger_parameter_sync_step", 1),
+                  "async_training.trigger_parameter_sync_step")
+            # The trainer scores with the rollout's log-probs unless told to recompute them.
+            rollout_logprobs = k.bool_("async_training.use_rollout_log_probs", True)
+            recompute = k.bool_("async_training.recompute_old_log_prob", False)
+            b.set("algorithm.old_logprob", recompute or not rollout_logprobs,
+                  "async_training.use_rollout_log_probs", "async_training.recompute_old_log_prob")
+            b.note("a twin step is one parameter sync: trigger_parameter_sync_step × require_batches × "
+                   "ppo_mini_batch_size prompts, trained in trigger_parameter_sync_step chunks as they arrive")
         else:
             b.set("algorithm.staleness", 1)
             b.note("verl's one-step-off-policy recipe: separate pools, rollouts one policy version stale")
@@ -130,8 +140,9 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b.set("algorithm.reference", kl_loss or kl_reward, f"{ARR}.actor.use_kl_loss", "algorithm.use_kl_in_reward")
     batch = k.int_("data.train_batch_size", 1024, low=0)  # 0: the fully-async recipe sizes by mini-batches
     mini = k.int_(f"{ARR}.actor.ppo_mini_batch_size", 256)
-    if fully_async and not batch:
-        batch = mini * k.int_("async_training.require_batches", 1)
+    if fully_async:  # train_batch_size is not used by the fully-async trainer (0 in its recipes)
+        batch = (mini * k.int_("async_training.require_batches", 1)
+                 * k.int_("async_training.trigger_parameter_sync_step", 1))
     b.set("algorithm.prompts_per_step", batch, "data.train_batch_size")
     n = k.int_(f"{ARR}.rollout.n", 1)
     b.set("algorithm.responses_per_prompt", n, f"{ARR}.rollout.n")

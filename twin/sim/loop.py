@@ -87,27 +87,35 @@ class _Loop:
             rec = StepRecord(step=step, start=prev_end, end=prev_end)
             if ev.every_steps and step % ev.every_steps == 0 and ev.prompts:
                 self._evaluate(rec)
-            ready = prod.take(step)
-            if ready.time > env.now:
-                yield env.timeout(ready.time - env.now)
-            self._attribute_wait(rec, ready, max(prev_end, rec.end))
-            t = env.now
-            seqs = ready.context
-            phases = learner_phases(plan, seqs)
-            if self.switch_s:
-                t = self._span(rec, "trainer/pool", "switch", t, self.switch_s)
-            for phase, sec in phases.items():
-                t = self._span(rec, "trainer/pool", phase, t, sec)
-            t = self._span(rec, "link/weight-sync", "weight_sync", t, self.sync.total_s)
+            # The step's prompts in `updates_per_sync` chunks, each trained as soon as its
+            # groups are in (verl's fully-async trainer); weights sync after the last.
+            chunks = plan.algorithm.updates_per_sync
+            since, min_version = max(prev_end, rec.end), step
+            for _ in range(chunks):
+                ready = prod.take(step, plan.algorithm.prompts_per_step // chunks)
+                if ready.time > env.now:
+                    yield env.timeout(ready.time - env.now)
+                self._attribute_wait(rec, ready, since)
+                t = env.now
+                seqs = ready.context
+                phases = learner_phases(plan, seqs, minibatches=plan.algorithm.minibatches // chunks)
+                if self.switch_s:
+                    t = self._span(rec, "trainer/pool", "switch", t, self.switch_s)
+                for phase, sec in phases.items():
+                    t = self._span(rec, "trainer/pool", phase, t, sec)
+                yield env.timeout(t - env.now)
+                since = env.now
+                rec.trajectories += len(seqs)
+                rec.tokens += float(seqs.sum())
+                rec.generated_tokens += float(ready.generated.sum())
+                min_version = min(min_version, ready.min_version)
+            t = self._span(rec, "link/weight-sync", "weight_sync", env.now, self.sync.total_s)
             if self.switch_s:
                 t = self._span(rec, "trainer/pool", "switch", t, self.switch_s)
             yield env.timeout(t - env.now)
             prod.weights_ready(env.now, step + 1)
             rec.end = env.now
-            rec.trajectories = len(seqs)
-            rec.tokens = float(seqs.sum())
-            rec.generated_tokens = float(ready.generated.sum())
-            rec.max_staleness = step - ready.min_version
+            rec.max_staleness = step - min_version
             self.steps.append(rec)
             prev_end = rec.end
             if self.progress:

@@ -25,9 +25,11 @@ run ahead of the trainer's, never past the next weight update. It drives the eng
   later than its rule allows.
 
 Admission follows AReaL's staleness rule: groups for step ``b`` may start only once the
-rollout holds weights of version ``b − staleness``; submitted groups ≤ (version + staleness
-+ 1) × prompts_per_step, plus one for each group DAPO's dynamic sampling filtered out and one
-for each group dropped for staleness (a filtered group counts once its rewards are in: DAPO
+rollout holds weights of version ``b − staleness``; submitted groups ≤ ⌊(version + staleness
++ 1) × prompts_per_step⌋ — a fractional staleness is verl's fully-async staleness_threshold,
+the share of a step's batch that may be generated ahead — plus one for each group DAPO's
+dynamic sampling filtered out and one for each group dropped for staleness (lagging more than
+⌈staleness⌉ versions when trained) (a filtered group counts once its rewards are in: DAPO
 decides on their variance). Batchwise admission (no streaming) takes one step's groups at a
 time, only when the engines are idle (and, with DAPO, the filtered groups' rewards are in: a
 round's replacements start together, as in verl). A group carries the version it was admitted
@@ -128,11 +130,12 @@ class Producer:
     """
 
     def __init__(self, plan: Plan, timeline: Timeline, rng: np.random.Generator,
-                 *, staleness: int, batchwise: bool, partial: bool, safe_window_s: float) -> None:
+                 *, staleness: float, batchwise: bool, partial: bool, safe_window_s: float) -> None:
         self.plan, self.timeline, self.rng = plan, timeline, rng
         self.pool = EnginePool.from_scenario(plan)
         self.reward = RewardService(plan, np.random.default_rng(rng.integers(2**63)))
         self.staleness, self.batchwise, self.partial = staleness, batchwise, partial
+        self.max_lag = math.ceil(staleness)  # versions a trained group may lag
         self.safe_window_s = safe_window_s
         self.clock = 0.0               # simulated up to here
         self.version = 0               # weights the engines hold
@@ -173,7 +176,7 @@ class Producer:
     def allowed_groups(self) -> int:
         """Groups that may start now: the staleness quota, never beyond the run's last step."""
         per_step = self.plan.algorithm.prompts_per_step
-        quota = min(self.version + self.staleness + 1, self.plan.run.steps) * per_step
+        quota = math.floor(min(self.version + self.staleness + 1, self.plan.run.steps) * per_step)
         return quota + self.filtered_groups + self.stale_groups - self.submitted_groups
 
     def fill(self) -> None:
@@ -187,7 +190,7 @@ class Producer:
             n = min(n, self.plan.algorithm.prompts_per_step)  # one batch at a time (verl one-step-off)
         if n <= 0:
             return
-        batch = sample_batch(self.plan.scenario, n, self.rng)
+        batch = sample_batch(self.plan.scenario, n, self.rng, step=self.version + 1)  # the step it trains (no staleness)
         first_group = self.groups.total
         self.groups.extend(n, size=self.plan.algorithm.responses_per_prompt, done=0, ready=math.inf,
                            filtered=batch.filtered, consumed=False, version=self.version,
@@ -206,7 +209,7 @@ class Producer:
         n = prompts * samples
         if n == 0:
             return
-        batch = sample_batch(self.plan.scenario, prompts, self.rng, responses=samples)
+        batch = sample_batch(self.plan.scenario, prompts, self.rng, responses=samples, step=self.version + 1)
         ids = EVAL_ID_BASE + np.arange(n, dtype=np.int64) + self.eval_pending
         gen = batch.generated()
         self.pool.submit(ids, batch.prompt.astype(np.int64), gen.astype(np.int64), self.clock)
@@ -394,9 +397,10 @@ class Producer:
             self.pending_update = None
 
     # ------------------------------------------------------------------ consumption
-    def take(self, step: int) -> Ready:
-        """Advance until ``prompts_per_step`` usable groups are ready; hand them over."""
-        need = self.plan.algorithm.prompts_per_step
+    def take(self, step: int, count: int | None = None) -> Ready:
+        """Advance until ``count`` usable groups (default ``prompts_per_step``) are ready —
+        the first to complete, as a trainer streaming from a queue takes them; hand them over."""
+        need = count or self.plan.algorithm.prompts_per_step
         groups, traj = self.groups, self.trajectories
         while True:
             self.fill()
@@ -406,7 +410,7 @@ class Producer:
                 if t_ready <= self.clock:
                     chosen = ready[np.argsort(groups.ready[ready], kind="stable")[:need]]
                     # Long-tail groups can outlive the staleness bound: drop, don't train on them.
-                    stale = step - groups.version[chosen] > self.staleness
+                    stale = step - groups.version[chosen] > self.max_lag
                     if not stale.any():
                         break
                     groups.consumed[chosen[stale]] = True
