@@ -169,3 +169,20 @@ def test_a_row_with_the_same_result_as_an_earlier_one_says_so():
     rows = [a, b, c]
     assert "the same result as staleness +1" in pressure_note(b, rows)
     assert "same result" not in pressure_note(a, rows) and "same result" not in pressure_note(c, rows)
+
+
+def test_whatif_prints_a_gain_inside_its_noise_band_as_within_noise(capsys):
+    args = ["whatif", "grpo-8b-disaggregated", "--set", "run.steps=3", "--set", "algorithm.prompts_per_step=16",
+            "--pressure", "reward_x2", "--pressure", "partial_rollout"]
+    assert main(args + ["--json", "-"]) == 0
+    rows = {r["pressure"]: r for r in json.loads(capsys.readouterr().out)["pressures"]}
+    assert rows["reward_x2"]["gain"] == 0.0 and rows["reward_x2"]["within_noise"] is True  # no reward to speed up
+    assert rows["partial_rollout"]["within_noise"] is False and rows["partial_rollout"]["gain"] > 0.1
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    reward = next(line for line in lines if line.strip().startswith("×2 reward workers"))
+    partial = next(line for line in lines if line.strip().startswith("partial rollout"))
+    assert "within noise" in reward and f"{rows['reward_x2']['noise'] * 100:.1f}%" in reward
+    assert "within noise" not in partial and f"{rows['partial_rollout']['gain'] * 100:+.1f}%" in partial
+    assert main(args + ["--no-noise", "--json", "-"]) == 0
+    assert all("noise" not in r for r in json.loads(capsys.readouterr().out)["pressures"])

@@ -106,7 +106,8 @@ def test_dynamic_sampling_settings_that_do_nothing(base):
 
 
 @pytest.mark.parametrize("sets, field", [
-    (["weight_sync.bucket_bytes=1e9"], "weight_sync.bucket_bytes"),
+    (["weight_sync.expert_transfer=full"], "weight_sync.expert_transfer"),
+    (["weight_sync.quantise_on=receiver"], "weight_sync.quantise_on"),
     (["weight_sync.storage_bytes_per_s=1e10"], "weight_sync.storage_bytes_per_s"),
     (["weight_sync.gather_convert_bytes_per_s=1e10"], "weight_sync.gather_convert_bytes_per_s"),
 ])
@@ -120,7 +121,7 @@ def test_weight_sync_rates_the_method_uses(base):
 
 
 def test_warnings_survive_a_dump_and_reload(base):
-    s = load_plan(base, ["placement.mode=async", "placement.trainer.gpus=4", "weight_sync.bucket_bytes=1e9"])
+    s = load_plan(base, ["placement.mode=async", "placement.trainer.gpus=4", "weight_sync.expert_transfer=full"])
     assert warnings(load_plan(s.scenario.model_dump(mode="json"))) == warnings(s)
     clean = load_plan(base)
     assert warnings(load_plan(clean.scenario.model_dump(mode="json"))) == []

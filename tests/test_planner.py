@@ -127,3 +127,108 @@ def test_vary_values_split_outside_brackets():
                                "algorithm.prompts_per_step=16, 32"])
     assert axes == {"workload.response_tokens": [{"kind": "fixed", "value": 512}, {"kind": "fixed", "value": 64}],
                     "algorithm.prompts_per_step": [16, 32]}
+
+
+def test_an_engine_of_whole_nodes_is_a_candidate_a_partial_node_is_not():
+    """tp 8 on 4-GPU nodes spans two whole nodes (its all-reduces cross the network, priced by
+    the engine's cost table); the scenario accepts it, so the planner keeps it."""
+    scenario, base = planner._base("grpo-8b-disaggregated", {"cluster.gpus_per_node": 4, "cluster.nodes": 4})
+    candidates = planner._generate(base, scenario, [{}], 16, 0)
+    feasible, pruned, _ = planner._prune(base, candidates)
+    assert pruned["tp_beyond_node"] == 0
+    assert any(c.tp == 8 for c in feasible)
+    scenario, base = planner._base("grpo-8b-disaggregated", {"cluster.gpus_per_node": 6, "cluster.nodes": 4})
+    _, pruned, examples = planner._prune(base, planner._generate(base, scenario, [{}], 24, 0))
+    assert pruned["tp_beyond_node"] >= 1 and "tp 8 on nodes of 6 GPUs" in examples["tp_beyond_node"]
+
+
+# ----------------------------------------------------------------------------- executors, resume, Ctrl-C
+from twin import executors  # noqa: E402
+
+PLAN16 = dict(gpus=16, max_staleness=0, top=3)
+
+
+class _Counting(executors.LocalExecutor):
+    """The local pool, counting the simulations it runs; with ``stop_after`` it raises a
+    KeyboardInterrupt (a Ctrl-C) once that many have finished."""
+
+    def __init__(self, stop_after=None):
+        super().__init__(workers=1)
+        self.ran, self.stop_after = 0, stop_after
+
+    def imap(self, scenarios):
+        for item in super().imap(scenarios):
+            if self.stop_after is not None and self.ran >= self.stop_after:
+                raise KeyboardInterrupt
+            self.ran += 1
+            yield item
+
+
+def test_ray_gives_the_same_ranked_json_as_the_local_pool():
+    ray = pytest.importorskip("ray")
+    local = twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, workers=2, **PLAN16)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, executor="ray", **PLAN16)
+    finally:
+        ray.shutdown()
+    assert remote.to_json() == local.to_json()
+    assert remote.best_yaml() == local.best_yaml()
+
+
+def test_an_interrupted_plan_resumes_to_the_same_answer(tmp_path):
+    whole = _Counting()
+    expected = twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, executor=whole, **PLAN16)
+    checkpoint = tmp_path / "plan.jsonl"
+    with pytest.raises(executors.Interrupted) as caught:
+        twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, executor=_Counting(stop_after=3),
+                         resume=str(checkpoint), **PLAN16)
+    assert caught.value.best and "useful trajectories/h" in caught.value.best
+    assert len(checkpoint.read_text().splitlines()) == 1 + 3  # the header and three finished simulations
+    rest = _Counting()
+    resumed = twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, executor=rest, resume=str(checkpoint), **PLAN16)
+    assert resumed.to_json() == expected.to_json()
+    assert rest.ran == whole.ran - 3
+    again = _Counting()
+    twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, executor=again, resume=str(checkpoint), **PLAN16)
+    assert again.ran == 0
+
+
+def test_a_checkpoint_of_another_scenario_is_refused(tmp_path, capsys):
+    checkpoint = tmp_path / "plan.jsonl"
+    executors.Journal(checkpoint, executors.scenario_hash({"other": 1}), "plan").close()
+    assert main(["plan", "grpo-8b-disaggregated", "--gpus", "16", *SMALL, "--resume", str(checkpoint)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--resume: the checkpoint is of another scenario" in err[0]
+    (tmp_path / "junk.jsonl").write_text("hello\n")
+    assert main(["plan", "grpo-8b-disaggregated", "--gpus", "16", "--resume", str(tmp_path / "junk.jsonl")]) == 2
+    assert "not a twin checkpoint" in capsys.readouterr().err
+
+
+def test_ctrl_c_prints_the_best_so_far_and_exits_130(monkeypatch, capsys):
+    real = executors.LocalExecutor.imap
+
+    def interrupted(self, scenarios):
+        for n, item in enumerate(real(self, scenarios)):
+            if n == 2:
+                raise KeyboardInterrupt
+            yield item
+
+    monkeypatch.setattr(executors.LocalExecutor, "imap", interrupted)
+    assert main(["plan", "grpo-8b-disaggregated", "--gpus", "16", *SMALL, "--max-staleness", "0",
+                 "--workers", "1"]) == 130
+    err = capsys.readouterr().err
+    assert "twin plan: interrupted; best so far: " in err and "useful trajectories/h" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--executor", "ray"], 'Ray is not installed (got \'ray\'); allowed: pip install "rltwin[ray]"'),
+    (["--ray-address", "localhost:6379"], "--ray-address only applies to --executor ray"),
+])
+def test_executor_bad_input_is_one_line_and_exit_2(monkeypatch, capsys, args, message):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    assert main(["plan", "grpo-8b-disaggregated", "--gpus", "16", *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]

@@ -146,3 +146,66 @@ def test_async_engine_scheduling_is_a_lever_only_for_a_synchronous_engine():
     assert g["async_scheduling"] > 0.05  # every decode step of the tail was paying 4 ms instead of 0.5
     _, v = judge(small(workload=tail))
     assert "async_scheduling" not in gains(v)  # already overlapped: nothing to gain, no row
+
+
+def test_noise_bands_re_simulate_only_the_rows_between_the_baselines_spread_and_a_multiple_of_it():
+    from twin.config.load import apply_overrides
+    from twin.noise import reseeded, spread
+    from twin.verdict import NOISE_SKIP, sensitivity
+
+    report = runner.run(small())
+    same = f"placement.rollout.max_num_seqs={report.plan.placement.rollout.max_num_seqs}"  # changes nothing
+    asked = [same, "rollout_gpus_x2", "weight_sync_x2", "partial_rollout"]
+    rows = {r.pressure.name: r for r in sensitivity(report, asked, workers=1)}
+    base = report.plan.scenario.model_dump(mode="json")
+    useful = lambda rep: rep["throughput"]["useful_trajectories_per_hour"]  # noqa: E731
+    base_spread = spread([report.useful_trajectories_per_hour] + [useful(r) for r in runner.simulate_many(reseeded(base), 1)])
+    assert base_spread > 0
+
+    nothing = rows[same]
+    assert nothing.gain == 0.0 and nothing.within_noise and not nothing.reseeded and nothing.noise == base_spread
+    for row in rows.values():
+        assert row.reseeded == (base_spread <= abs(row.gain) < NOISE_SKIP * base_spread)
+        if row.reseeded:  # its band: the larger of its own spread and the baseline's
+            again = runner.simulate_many(reseeded(apply_overrides(base, row.overrides)), 1)
+            own = spread([row.useful_trajectories_per_hour] + [useful(r) for r in again])
+            assert row.noise == max(own, base_spread)
+        else:
+            assert row.noise == base_spread
+        assert row.within_noise == (abs(row.gain) < row.noise)
+    # This small run has each kind: inside the baseline's band, near it, and far out.
+    assert rows["weight_sync_x2"].reseeded and not rows["partial_rollout"].within_noise
+    d = nothing.to_dict()
+    assert d["within_noise"] is True and d["noise"] == base_spread and d["noise_reseeded"] is False
+
+
+def test_noise_bands_are_the_same_for_the_same_seed_and_absent_when_skipped():
+    from twin.verdict import sensitivity
+
+    report = runner.run(small(run={"steps": 3, "seed": 5}))
+    asked = ["rollout_gpus_x2", "weight_sync_x2"]
+    first = [r.to_dict() for r in sensitivity(report, asked, workers=1)]
+    assert first == [r.to_dict() for r in sensitivity(report, asked, workers=1)]
+    assert all("noise" in r and "within_noise" in r for r in first)
+    bare = [r.to_dict() for r in sensitivity(report, asked, workers=1, noise=False)]
+    assert all("noise" not in r and "within_noise" not in r for r in bare)
+    assert [r["gain"] for r in bare] == [r["gain"] for r in first]  # the bands never move a gain
+
+
+def test_a_gain_within_noise_is_said_so_in_the_diagnosis_and_the_table():
+    from twin.render import gain_text
+    from twin.verdict import diagnosis
+
+    bottleneck = [{"link": "weight_sync", "saturated": False, "utilization": 0.3, "critical_path_share": 0.4}]
+    rows = [{"pressure": "network_x2", "short": "faster links", "link": "weight_sync", "gain": 0.004,
+             "noise": 0.01, "within_noise": True},
+            {"pressure": "rollout_gpus_x2", "short": "more rollout GPUs", "link": "rollout", "gain": 0.2,
+             "noise": 0.01, "within_noise": False}]
+    line = diagnosis(bottleneck, rows)
+    assert "faster links: within noise" in line and "more rollout GPUs: +20%" in line
+    assert gain_text(rows[0], 14) == "  within noise" and gain_text(rows[1]) == "+20.0%"
+    assert gain_text({"gain": -0.05}) == "-5.0%"  # no band: the gain as it is
+    from twin.render import noise_note
+
+    assert noise_note(rows[0], 0.01) == "" and noise_note(rows[0]) == "  (noise 1.0%)"  # said once above
+    assert noise_note({"noise": 0.02}, 0.01) == "  (noise 2.0%)" and noise_note({}) == ""

@@ -14,9 +14,11 @@ INSTALL_HINT = 'pip install ".[tui]"'
 
 
 def require_textual() -> None:
-    """Raise :class:`twin.errors.InputError` (exit code 2 in ``twin``) when Textual is missing."""
-    if importlib.util.find_spec("textual") is None:
-        from twin.errors import InputError
+    """Raise :class:`twin.errors.InputError` (exit code 2 in ``twin``) when Textual, or
+    textual-plotext (the Plan tab's curve), is missing."""
+    for module, package in (("textual", "textual"), ("textual_plotext", "textual-plotext")):
+        if importlib.util.find_spec(module) is None:
+            from twin.errors import InputError
 
-        raise InputError("the TUI needs the textual package; from a clone of rltwin, install it "
-                         f"with: {INSTALL_HINT}")
+            raise InputError(f"the TUI needs the {package} package; from a clone of rltwin, install it "
+                             f"with: {INSTALL_HINT}")

@@ -27,22 +27,24 @@ from twin.config.load import parse_overrides, scenario_path
 from twin.errors import InputError
 from tui import require_textual
 from tui.figures import LINK_TITLE
-from tui.jobs import (Cancelled, RunRequest, all_scenarios, builtin_dir, cancellable, load, run_request,
-                      run_sensitivity, scenario_files, short_message)
+from tui.jobs import (Cancelled, RunRequest, all_scenarios, builtin_dir, cancellable, load, run_plan,
+                      run_request, run_sensitivity, scenario_files, short_message)
 from tui.screens import ExportScreen, HelpScreen
 from tui.widgets.compare import CompareView
 from tui.widgets.loop import LoopView
 from tui.widgets.picker import ScenarioPicker
+from tui.widgets.plan import PlanView
 from tui.widgets.replay import ReplayView
 from tui.widgets.status import RunStatus
 from tui.widgets.verdict import VerdictView
 from tui.widgets.whatif import WhatIfForm, form_scenario
 
-TABS = ("picker", "loop", "verdict", "replay", "whatif", "compare")
-TAB_TITLES = ("1 Scenarios", "2 Loop", "3 Verdict", "4 Replay", "5 What-if", "6 Compare")
+TABS = ("picker", "loop", "verdict", "replay", "whatif", "compare", "plan")
+TAB_TITLES = ("1 Scenarios", "2 Loop", "3 Verdict", "4 Replay", "5 What-if", "6 Compare", "7 Plan")
 # The widget that takes the keys when a tab is shown.
 TAB_FOCUS = {"picker": "#picker-list", "loop": "LoopView", "verdict": "#verdict-links",
-             "replay": "ReplayView", "whatif": "#whatif-placement-rollout-gpus", "compare": "#compare-a"}
+             "replay": "ReplayView", "whatif": "#whatif-placement-rollout-gpus", "compare": "#compare-a",
+             "plan": "#plan-gpus"}
 # Results kept per resolved scenario, so that one already simulated in this session (the
 # baseline as Compare's A, a what-if tried again) is shown at once instead of re-simulated.
 CACHE_SIZE = 16
@@ -53,16 +55,25 @@ class Job:
     """One unit of work for the worker: a kind (what the result is for) and its requests."""
 
     id: int
-    kind: str                      # "baseline", "whatif", "compare" or "gains"
+    kind: str                      # "baseline", "whatif", "compare", "gains" or "plan"
     requests: list[RunRequest]
     cancel: threading.Event = field(default_factory=threading.Event)
     base: Any = None  # the report (twin.runner.Report) a "gains" job judges
+    budget: tuple[int, int] | None = None  # a "plan" job's (GPUs, max staleness)
 
 
 class JobProgress(Message):
     def __init__(self, job: Job, label: str, done: int, total: int, simulated_s: float) -> None:
         super().__init__()
         self.job, self.label, self.done, self.total, self.simulated_s = job, label, done, total, simulated_s
+
+
+class JobCount(Message):
+    """Progress of a batch of simulations (the planner's): ``done`` of ``total``, and what."""
+
+    def __init__(self, job: Job, what: str, done: int, total: int) -> None:
+        super().__init__()
+        self.job, self.what, self.done, self.total = job, what, done, total
 
 
 class JobEnded(Message):
@@ -87,20 +98,22 @@ class TwinApp(App[int]):
         Binding("enter", "enter", "Run", show=False),
         Binding("x", "export", "Export"),
         Binding("g", "gains", "Gains", show=False),
+        Binding("p", "plan", "Plan"),
         Binding("t", "toggle_theme", "Theme"),
         *(Binding(str(i + 1), f"tab('{tab}')", TAB_TITLES[i], show=False) for i, tab in enumerate(TABS)),
     ]
 
     def __init__(self, scenario: str | None = None, overrides: dict[str, Any] | None = None,
                  files: list[str] | None = None, theme: str | None = None,
-                 simulate: Callable = run_request, sensitivity: Callable = run_sensitivity) -> None:
+                 simulate: Callable = run_request, sensitivity: Callable = run_sensitivity,
+                 planner: Callable = run_plan) -> None:
         super().__init__()
         self.overrides = dict(overrides or {})
         self.refs = all_scenarios(files or [])
         if scenario and scenario not in self.refs:
             self.refs.append(scenario)
         self.selected = scenario
-        self.simulate, self.sensitivity = simulate, sensitivity
+        self.simulate, self.sensitivity, self.planner = simulate, sensitivity, planner
         self.job: Job | None = None
         self._jobs = 0
         # Jobs whose end (result, error or cancellation) has reached the screen; a superseded
@@ -110,6 +123,7 @@ class TwinApp(App[int]):
         self.baseline_request: RunRequest | None = None
         self.whatif = None                        # the latest what-if Report
         self.whatif_request: RunRequest | None = None
+        self.plan = None                          # the latest tui.jobs.PlanRun
         # Resolved scenario (JSON) → report, the least recently used dropped first; the
         # worker thread reads and fills it, hence the lock.
         self.results: OrderedDict[str, Any] = OrderedDict()
@@ -126,6 +140,7 @@ class TwinApp(App[int]):
             yield TabPane(TAB_TITLES[3], ReplayView(), id="replay")
             yield TabPane(TAB_TITLES[4], WhatIfForm(), id="whatif")
             yield TabPane(TAB_TITLES[5], CompareView(self.refs, self.overrides), id="compare")
+            yield TabPane(TAB_TITLES[6], PlanView(), id="plan")
         yield RunStatus()
         yield Footer()
 
@@ -198,6 +213,8 @@ class TwinApp(App[int]):
         tab = self.active_tab
         if tab == "whatif":
             self.query_one(WhatIfForm).submit()
+        elif tab == "plan":
+            self.query_one(PlanView).submit()
         elif tab == "compare":
             pair = self.query_one(CompareView).requests()
             if pair:
@@ -210,7 +227,7 @@ class TwinApp(App[int]):
     def action_enter(self) -> None:
         """enter on no widget that takes it (after esc, on the what-if result): the what-if
         tab's run, or Compare's; never the picker's scenario from another tab."""
-        if self.screen is self.default_screen and self.active_tab in ("whatif", "compare"):
+        if self.screen is self.default_screen and self.active_tab in ("whatif", "compare", "plan"):
             self.action_run()
 
     def action_cancel(self) -> None:
@@ -237,6 +254,26 @@ class TwinApp(App[int]):
                 self.query_one(RunStatus).finished("[$success]✓[/] wrote " + escape(", ".join(paths)))
 
         self.push_screen(ExportScreen(report, label), written)
+
+    def action_plan(self) -> None:
+        """p: the Plan tab, its budget field taking the keys."""
+        self.show_tab("plan")
+
+    def on_plan_view_submitted(self, message: PlanView.Submitted) -> None:
+        """Plan the scenario on screen (the picked one before any run) at the form's budget."""
+        request = self.baseline_request or self.query_one(ScenarioPicker).request()
+        try:
+            load(request)
+        except InputError as exc:
+            self.query_one(PlanView).error(short_message(exc))
+            return
+        self.query_one(PlanView).say("[$text-muted]planning…[/]")
+        self.start(Job(self._next_id(), "plan", [request], budget=(message.gpus, message.max_staleness)))
+
+    def on_plan_view_open(self, message: PlanView.Open) -> None:
+        """A ranked candidate chosen: run it as the baseline, shown in the Loop tab."""
+        if self.plan is not None:
+            self.run_baseline(self.plan.request.with_overrides(message.overrides))
 
     def action_gains(self) -> None:
         if self.baseline_request is None:
@@ -268,7 +305,7 @@ class TwinApp(App[int]):
         if self.job is not None:  # one simulation at a time: the newest request wins
             self.job.cancel.set()
         self.job = job
-        total = None if job.kind == "gains" else _steps(job.requests[0])
+        total = None if job.kind in ("gains", "plan") else _steps(job.requests[0])
         self.query_one(RunStatus).started(self._label(job), total)
         self.run_worker(partial(self._work, job), thread=True, group="simulation", exit_on_error=False)
 
@@ -278,6 +315,8 @@ class TwinApp(App[int]):
             return " and ".join(r.ref for r in job.requests)
         if job.kind == "gains":
             return f"marginal gains of {job.requests[0].ref}"
+        if job.kind == "plan":
+            return f"a plan for {job.requests[0].ref} on {job.budget[0]} GPUs"
         return job.requests[0].ref + (" (what-if)" if job.kind == "whatif" else "")
 
     def _work(self, job: Job) -> None:
@@ -287,6 +326,9 @@ class TwinApp(App[int]):
             for request in job.requests:
                 if job.kind == "gains":  # not cancellable mid-way: its result is dropped instead
                     results.append(self.sensitivity(request, job.base))
+                    continue
+                if job.kind == "plan":  # cancelled between simulations
+                    results.append(self.planner(request, *job.budget, progress=partial(self._count, job)))
                     continue
                 report = partial(self._report_progress, job, request.ref)
                 results.append(self._simulate(request, cancellable(report, job.cancel)))
@@ -314,6 +356,11 @@ class TwinApp(App[int]):
                 self.results.popitem(last=False)
         return report
 
+    def _count(self, job: Job, budget: int, done: int, total: int, what: str) -> None:
+        if job.cancel.is_set():
+            raise Cancelled()
+        self.post_message(JobCount(job, f"{budget} GPUs: {what}", done, total))
+
     def _report_progress(self, job: Job, label: str, done: int, total: int, simulated_s: float) -> None:
         self.post_message(JobProgress(job, label, done, total, simulated_s))
 
@@ -323,6 +370,10 @@ class TwinApp(App[int]):
         if message.job is self.job and not message.job.cancel.is_set():
             self.query_one(RunStatus).progressed(message.label, message.done, message.total,
                                                  message.simulated_s)
+
+    def on_job_count(self, message: JobCount) -> None:
+        if message.job is self.job and not message.job.cancel.is_set():
+            self.query_one(RunStatus).counted(self._label(message.job), message.what, message.done, message.total)
 
     async def on_job_ended(self, message: JobEnded) -> None:
         job = message.job
@@ -341,6 +392,8 @@ class TwinApp(App[int]):
             status.finished("Cancelled. [$text-muted]r runs again.[/]")
             if job.kind == "whatif":
                 self.query_one(WhatIfForm).say("[$text-muted]cancelled[/]")
+            elif job.kind == "plan":
+                self.query_one(PlanView).say("[$text-muted]cancelled[/]")
             return
         if message.error is not None:
             status.failed(message.error)
@@ -348,6 +401,8 @@ class TwinApp(App[int]):
                 self.query_one(WhatIfForm).error(message.error)
             elif job.kind == "compare":
                 self.query_one(CompareView).message(f"[$error]{escape(message.error)}[/]")
+            elif job.kind == "plan":
+                self.query_one(PlanView).error(message.error)
             return
         await getattr(self, f"_show_{job.kind}")(job, message.results)
 
@@ -361,6 +416,7 @@ class TwinApp(App[int]):
         await self.query_one(ReplayView).show(report)
         self.query_one(WhatIfForm).fill(form_scenario(data))
         self.query_one(CompareView).preselect(request.ref)
+        self.query_one(PlanView).fill(sum(data["gpus"].values()))
         top = data["bottleneck"][0]["link"] if data["bottleneck"] else None
         binds = f"{LINK_TITLE.get(top, top)} binds · " if top else ""
         self.query_one(RunStatus).finished(
@@ -379,6 +435,16 @@ class TwinApp(App[int]):
         a, b = job.requests
         self.query_one(CompareView).show(a.label, results[0].data, b.label, results[1].data)
         self.query_one(RunStatus).finished(f"[$success]✓[/] compared {escape(a.ref)} and {escape(b.ref)}")
+
+    async def _show_plan(self, job: Job, results: list) -> None:
+        self.plan = results[0]
+        self.query_one(PlanView).show(self.plan)
+        if self.active_tab == "plan":  # enter on a row opens it: the table takes the keys
+            self.set_focus(self.query_one("#plan-table"))
+        best = self.plan.result.best
+        self.query_one(RunStatus).finished(
+            f"[$success]✓[/] planned {escape(job.requests[0].ref)} on {job.budget[0]} GPUs: best "
+            f"{escape(best.placement_words)} [$text-muted]· enter on a row opens it[/]")
 
     async def _show_gains(self, job: Job, results: list) -> None:
         """The verdict joins the baseline's report: the loop's diagnosis, the verdict table and

@@ -97,3 +97,49 @@ def short_message(exc: InputError) -> str:
     """An input error without its file: inside the TUI the file is the one on screen, and
     the field, value and what is allowed are what the user needs beside the form."""
     return InputError(exc.problem, field=exc.field, value=exc.value, allowed=exc.allowed).message
+
+
+# ----------------------------------------------------------------------------- planning
+PLAN_TOP = 10  # candidates ranked in the Plan tab (the planner re-simulates these with other seeds)
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    """What the Plan tab shows: the ranked plan at the budget, and the scaling curve — the best
+    plan's useful trajectories/h at each budget of :func:`curve_budgets` (None: nothing fits)."""
+
+    request: RunRequest
+    gpus: int
+    max_staleness: int
+    result: Any                       # twin.planner.PlanResult at ``gpus``
+    curve: list[tuple[int, float | None]]
+
+
+def curve_budgets(gpus: int) -> list[int]:
+    """The budgets of the scaling curve: half, the budget itself, and twice it."""
+    return sorted({max(1, gpus // 2), gpus, 2 * gpus})
+
+
+def run_plan(request: RunRequest, gpus: int, max_staleness: int,
+             progress: Any = None, workers: int | None = None, top: int = PLAN_TOP) -> PlanRun:
+    """``twin.planner.plan_budget`` at ``gpus`` (its top ``top``) and, for the curve, at the
+    other budgets of :func:`curve_budgets` (their best only). ``progress(budget, done, total,
+    what)`` follows each; raising from it (:class:`Cancelled`) stops the planning. Raises
+    :class:`InputError` when nothing fits ``gpus`` itself; a curve budget nothing fits is a gap."""
+    from twin.planner import plan_budget
+
+    def plan(budget: int, keep: int):
+        tick = (lambda done, total, what: progress(budget, done, total, what)) if progress else None
+        return plan_budget(request.ref, request.overrides, gpus=budget, max_staleness=max_staleness,
+                           top=keep, workers=workers, progress=tick)
+
+    result = plan(gpus, top)  # first: a budget nothing fits fails before the curve is spent on
+    best = {gpus: result.best.report["throughput"]["useful_trajectories_per_hour"]}
+    for budget in curve_budgets(gpus):
+        if budget in best:
+            continue
+        try:
+            best[budget] = plan(budget, 1).best.report["throughput"]["useful_trajectories_per_hour"]
+        except InputError:
+            best[budget] = None
+    return PlanRun(request, gpus, max_staleness, result, sorted(best.items()))

@@ -17,9 +17,11 @@ HELP = """\
 [b]rltwin[/]: which link of the RL loop binds, and what a change would buy.
 
 [b]Keys[/]
-  1…6      tabs: Scenarios, Loop, Verdict, Replay, What-if, Compare
+  1…7      tabs: Scenarios, Loop, Verdict, Replay, What-if, Compare, Plan
            (in a text field or the what-if form: esc first)
-  enter r  run the highlighted scenario (1), the what-if (5), A and B (6)
+  enter r  run the highlighted scenario (1), the what-if (5), A and B (6),
+           the plan (7); enter on a plan's row opens it in the Loop tab
+  p        plan: the best use of a GPU budget, and its scaling curve
   esc      cancel the simulation in progress; leave a field or the form
   ← → h l  replay: previous / next step (home, end: first, last)
   g        verdict: measure the marginal gain of each pressure
@@ -36,7 +38,8 @@ HELP = """\
                  Binds but not saturated: it waits more than it works
                  (a long tail, a queue); the marginal gain says what
                  more of it would buy.
-  marginal gain  change in useful trajectories/h with one pressure raised
+  marginal gain  change in useful trajectories/h with one pressure raised;
+                 "within noise" when other seeds move it as much
 
 [b]Replay[/]   top: busy fraction per role over the run; ▔ marks the step.
          Below: each resource during the step, ░▒▓█ by how busy,

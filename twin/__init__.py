@@ -12,7 +12,7 @@ from twin.config.load import load_scenario
 from twin.config.scenario import Scenario
 from twin.errors import InputError
 
-__all__ = ["InputError", "Report", "Scenario", "load_scenario", "plan_budget", "simulate", "whatif"]
+__all__ = ["InputError", "Report", "Scenario", "load_scenario", "plan_budget", "scale", "simulate", "sweep", "whatif"]
 __version__ = "0.1.0"
 
 
@@ -25,4 +25,12 @@ def __getattr__(name: str):
         from twin.planner import plan_budget
 
         return plan_budget
+    if name == "scale":
+        from twin.scaling import scale
+
+        return scale
+    if name == "sweep":
+        from twin.sweeps import sweep
+
+        return sweep
     raise AttributeError(f"module 'twin' has no attribute {name!r}")

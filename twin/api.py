@@ -38,10 +38,14 @@ def simulate(scenario: Source = None, *, progress: Progress | None = None, verdi
 
 
 def whatif(scenario: Source = None, pressures: Iterable[str | dict[str, Any]] | None = None, *,
-           workers: int | None = None, **overrides: Any) -> list[dict[str, Any]]:
+           workers: int | None = None, noise: bool = True, **overrides: Any) -> list[dict[str, Any]]:
     """The sensitivity table: each pressure's step time, useful experience per hour, gain over
-    the baseline and GPUs added (negative when removed). Default: every built-in pressure."""
+    the baseline and GPUs added (negative when removed). Default: every built-in pressure.
+
+    With ``noise`` (the default) each row also has ``noise`` (the relative band from other
+    seeds), ``within_noise`` (the gain is inside it: not a gain) and ``noise_reseeded``;
+    docs/noise.md gives the rule."""
     from twin.verdict import sensitivity
 
     base = runner.run(scenario, _overrides(overrides))
-    return [row.to_dict() for row in sensitivity(base, pressures, workers)]
+    return [row.to_dict() for row in sensitivity(base, pressures, workers, noise=noise)]

@@ -58,11 +58,20 @@ def render_check(plan: Plan, report: dict[str, Any], resolved: bool = False) -> 
     )
     lines.append(
         f"Cluster {c.nodes} × {c.gpus_per_node} {c.gpu.name} = {c.total_gpus} GPUs; "
-        f"{p.mode}: rollout {s.rollout_gpus} GPUs as {s.rollout_engines} engines of tp {p.rollout.tp}, "
+        f"{p.mode}: rollout {s.rollout_gpus} GPUs as {s.rollout_engines} engines of tp {p.rollout.tp}"
+        + (f" × pp {p.rollout.pp}" if p.rollout.pp > 1 else "")
+        + (" (expert parallel" + (", dp attention)" if p.rollout.dp_attention else ")")
+           if p.rollout.expert_parallel else "") + ", "
         f"trainer {s.trainer_gpus} GPUs (dp {s.trainer_dp}, tp {p.trainer.tp}, pp {p.trainer.pp}"
-        + (f", sp {p.trainer.sp}" if p.trainer.sp > 1 else "") + ", "
+        + (f", sp {p.trainer.sp}" if p.trainer.sp > 1 else "")
+        + (f", cp {p.trainer.cp}" if p.trainer.cp > 1 else "")
+        + (f", ep {p.trainer.ep}" if p.trainer.ep > 1 else "") + ", "
         f"ZeRO-{p.trainer.zero_stage})"
     )
+    roles = [f"{role} {dtype}" for role, dtype in (("rollout weights", s.rollout_dtype), ("KV cache", s.kv_dtype),
+                                                   ("trainer GEMMs", s.trainer_dtype)) if dtype != arch.dtype]
+    if roles:  # placement.rollout.dtype / kv_dtype, placement.trainer.dtype
+        lines.append("Precision: " + ", ".join(roles) + f" (the model's: {arch.dtype})")
     lines.append(f"Step: {a.prompts_per_step} prompts × {a.responses_per_prompt} responses = "
                  f"{a.trajectories_per_step} trajectories")
     lines.append("")

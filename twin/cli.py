@@ -37,6 +37,8 @@ examples:
   twin whatif code-rl-sandbox-7b --pressure reward_x2 --pressure placement.rollout.gpus=24
   twin whatif grpo-8b-disaggregated --pressure "placement.rollout.gpus=24,placement.trainer.gpus=8"
   twin plan grpo-8b-disaggregated --gpus 64  the best mode and split for 64 GPUs
+  twin scale grpo-8b-disaggregated --gpus 32,64,128,256   the scaling curve, which link binds where
+  twin sweep grpo-8b-disaggregated --grid placement.rollout.gpus=8,16,24 --csv sweep.csv
   twin import verl run_dapo.sh --out my-run.yaml   a framework's launch script as a scenario
   twin validate [--cross]                    the twin against published runs (exit 1 on a miss)
   twin validate --probe                      the twin against a real torch RL loop on this machine
@@ -105,16 +107,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--until", action="append", default=[], metavar="trajectories=N|tokens=N",
                      help="also report the time until the run has trained on N trajectories or generated N "
                      "tokens (repeatable; beyond run.steps: extrapolated at the last step's rate)")
+    run.add_argument("--no-noise", action="store_true",
+                     help="verdict without noise bands (no re-simulations with other seeds; docs/noise.md)")
     whatif = sub.add_parser("whatif", help="what each extra unit of a pressure buys: the sensitivity table",
                             formatter_class=argparse.RawDescriptionHelpFormatter,
                             description="Re-simulate the scenario once per pressure, each raised alone, "
                             "in parallel processes, and rank them by the useful experience per hour "
                             "they buy. Built-in pressures: " + ", ".join(_pressure_names()) + ". Any "
                             "scenario field works as a custom pressure: --pressure "
-                            "placement.rollout.gpus=96.")
+                            "placement.rollout.gpus=96.\n\n" + _noise_rule())
     scenario_args(whatif)
     whatif.add_argument("--pressure", dest="pressures", action="append", metavar="NAME|PATH=VALUE",
                         help="a pressure to try (repeatable; default: all built-in ones)")
+    whatif.add_argument("--no-noise", action="store_true",
+                        help="skip the noise bands (the re-simulations with other seeds; docs/noise.md)")
     sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles",
                    description="List the built-in scenarios (names for twin run/check/whatif), the model "
                    "presets (names for model:) and the hardware profiles by kind (names for cluster.gpu, "
@@ -138,6 +144,8 @@ def _parser() -> argparse.ArgumentParser:
                           help="also, per framework profile (framework_profiles/): the values it fitted on one "
                           "source and how the other sources that run under it are predicted with them")
     _plan_parser(sub, scenario_args)
+    _scale_parser(sub, scenario_args)
+    _sweep_parser(sub, scenario_args)
     _import_parser(sub)
     _fit_parser(sub)
     sub.add_parser("tui", add_help=False, help='the interactive capacity planner (needs the tui extra: pip install ".[tui]")')
@@ -197,6 +205,10 @@ def _main(argv: list[str]) -> int:
         return _validate(args)
     if args.command == "plan":
         return _plan(args)
+    if args.command == "scale":
+        return _scale(args)
+    if args.command == "sweep":
+        return _sweep(args)
     if args.command == "list":
         return _list()
     if args.command == "import":
@@ -336,7 +348,7 @@ def _run(args) -> int:
         report = report.with_time_to(until)
     if not args.no_verdict:
         with count_printer("verdict: re-simulating each pressure") as counted:
-            report = report.with_verdict(judge(report, progress=counted))
+            report = report.with_verdict(judge(report, progress=counted, noise=not args.no_noise))
     text = report.to_json()
     trace = json.dumps(report.chrome_trace()) if args.trace else None
     if args.json_path == "-":
@@ -408,9 +420,15 @@ def _pressure_names() -> list[str]:
     return list(PRESSURES)
 
 
+def _noise_rule() -> str:
+    from twin.verdict import NOISE_RULE
+
+    return NOISE_RULE
+
+
 def _whatif(args) -> int:
     from twin import runner
-    from twin.render import pressure_note
+    from twin.render import gain_text, pressure_note
     from twin.progress import compile_notice, count_printer
     from twin.verdict import resolve_pressures, sensitivity
 
@@ -421,7 +439,8 @@ def _whatif(args) -> int:
     compile_notice()
     base = runner.simulate(plan)
     with count_printer("re-simulating each pressure") as counted:
-        rows = [row.to_dict() for row in sensitivity(base, args.pressures, progress=counted)]
+        rows = [row.to_dict() for row in sensitivity(base, args.pressures, progress=counted,
+                                                     noise=not args.no_noise)]
     tried = {row["pressure"] for row in rows}
     if args.pressures and all("error" in row for row in rows):
         # Nothing asked for could be simulated: that is an answer about the input.
@@ -439,13 +458,14 @@ def _whatif(args) -> int:
               "run.steps >= 5)", file=sys.stderr)
     print(f"Scenario {plan.name}: baseline step {base.step_time_s:.1f} s, "
           f"{base.useful_trajectories_per_hour:,.0f} useful trajectories/h")
-    print(f"  {'pressure':62s} {'gain':>8s} {'step (s)':>9s} {'useful/h':>11s}")
+    print(f"  {'pressure':62s} {'gain':>12s} {'step (s)':>9s} {'useful/h':>11s} {'noise':>6s}")
     for row in rows:
         if "error" in row:
             print(f"  {row['description']:62s} not possible here: {row['error']}")
             continue
-        print(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}% {row['step_time_s']:9.1f} "
-              f"{row['useful_trajectories_per_hour']:11,.0f}{pressure_note(row, rows)}")
+        band = f"{row['noise'] * 100:.1f}%" if row.get("noise") is not None else "-"
+        print(f"  {row['description']:62s} {gain_text(row, 12)} {row['step_time_s']:9.1f} "
+              f"{row['useful_trajectories_per_hour']:11,.0f} {band:>6s}{pressure_note(row, rows)}")
     for pressure in asked:
         if pressure.name not in tried:  # its lever is already pulled in this scenario
             print(f"  {pressure.describe(plan):62s} {pressure.absent}")
@@ -542,18 +562,47 @@ def _plan_parser(sub, scenario_args) -> None:
                       help="price of one GPU-hour (only with --objective cost)")
     plan.add_argument("--top", type=int, default=10, metavar="K", help="candidates shown (default 10)")
     plan.add_argument("--out", metavar="BEST.yaml", help="write the best candidate as a scenario file")
-    plan.add_argument("--workers", type=int, default=None, metavar="W",
-                      help="simulation processes (default: one per CPU)")
+    _executor_args(plan)
+    plan.add_argument("--resume", metavar="FILE",
+                      help="checkpoint: every finished simulation is appended to FILE (JSON lines); run the "
+                      "same command again after a Ctrl-C and it continues where it stopped (a FILE of "
+                      "another scenario or other --set values is refused)")
+
+
+def _executor_args(p) -> None:
+    p.add_argument("--workers", type=int, default=None, metavar="W",
+                   help="simulation processes (default: one per CPU); with --executor ray, the CPUs "
+                   "of the local Ray it starts")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local: a process pool on this machine (default); ray: Ray tasks, the same "
+                   "results byte for byte (needs pip install \"rltwin[ray]\")")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="join the Ray cluster at ADDR (HOST:6379 or ray://HOST:10001) instead of "
+                   "starting a local Ray")
+
+
+def _interrupted(command: str, exc) -> int:
+    """Ctrl-C during a search: the best so far, and how to continue."""
+    _say(f"twin {command}: interrupted; best so far: {exc.best}" if exc.best
+         else f"twin {command}: interrupted before any result")
+    if getattr(exc, "resume", None):
+        _say(f"twin {command}: run the same command again to continue from {exc.resume}")
+    return 130
 
 
 def _plan(args) -> int:
+    from twin.executors import Interrupted
     from twin.planner import plan_budget, progress_printer
 
     outputs = _outputs(args)
     outputs.add("--out", args.out)
-    result = plan_budget(args.scenario, args.overrides, gpus=args.gpus, max_staleness=args.max_staleness,
-                         vary=args.vary, objective=args.objective, gpu_hour_price=args.gpu_hour_price,
-                         top=args.top, workers=args.workers, progress=progress_printer())
+    try:
+        result = plan_budget(args.scenario, args.overrides, gpus=args.gpus, max_staleness=args.max_staleness,
+                             vary=args.vary, objective=args.objective, gpu_hour_price=args.gpu_hour_price,
+                             top=args.top, workers=args.workers, progress=progress_printer(),
+                             executor=args.executor, ray_address=args.ray_address, resume=args.resume)
+    except Interrupted as exc:
+        return _interrupted("plan", exc)
     text = result.to_json()
     if args.json_path == "-":
         sys.stdout.write(text)
@@ -562,6 +611,106 @@ def _plan(args) -> int:
         if args.out:
             print(f"best written to {args.out}")
     outputs.commit({"--json": text, "--out": result.best_yaml() if args.out else None})
+    return 0
+
+
+def _scale_parser(sub, scenario_args) -> None:
+    from twin.scaling import DEFAULT_THRESHOLD
+
+    scale = sub.add_parser(
+        "scale", help="the scaling curve: throughput, efficiency and the binding link at each GPU count",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Simulate the scenario at each size of --gpus. By default its own placement is "
+        "scaled proportionally: cluster.nodes = ceil(N / gpus_per_node), a shared pool takes every GPU, "
+        "separate pools keep the scenario's rollout share in whole engines (whole nodes when the pool "
+        "spans two), the trainer the rest; tp, trainer parallelism and the batch stay as they are "
+        "(--scale-batch grows algorithm.prompts_per_step with the GPUs). --replan instead takes twin plan's best at "
+        "each size. Prints per size the step time, useful trajectories/h, the scaling efficiency (per-GPU "
+        "throughput over the smallest size's) and the binding link with its load; names the size where the "
+        "binding link changes and the first size below --threshold, where an added GPU stops paying.\n\n"
+        "example: twin scale grpo-8b-disaggregated --gpus 32,64,128,256,512,1024")
+    scenario_args(scale)
+    scale.add_argument("--gpus", required=True, metavar="N1,N2,...", help="the sizes, e.g. 16,32,64,128")
+    scale.add_argument("--replan", action="store_true",
+                       help="at each size, the planner's best deployment (slower: a whole plan per size)")
+    scale.add_argument("--scale-batch", action="store_true",
+                       help="weak scaling: algorithm.prompts_per_step grows with the GPUs (default: the "
+                       "scenario's batch at every size, strong scaling)")
+    scale.add_argument("--max-staleness", type=int, default=1, metavar="K",
+                       help="with --replan: the largest staleness the planner tries (default 1)")
+    scale.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, metavar="E",
+                       help=f"scaling efficiency below which an added GPU stops paying (default {DEFAULT_THRESHOLD})")
+    _executor_args(scale)
+
+
+def _scale(args) -> int:
+    from twin.executors import Interrupted
+    from twin.planner import progress_printer
+    from twin.scaling import scale
+
+    outputs = _outputs(args)
+    try:
+        result = scale(args.scenario, args.overrides, gpus=args.gpus, replan=args.replan,
+                       scale_batch=args.scale_batch, threshold=args.threshold,
+                       max_staleness=args.max_staleness, workers=args.workers, executor=args.executor,
+                       ray_address=args.ray_address, progress=progress_printer(label="twin scale"))
+    except Interrupted as exc:
+        return _interrupted("scale", exc)
+    text = result.to_json()
+    if args.json_path == "-":
+        sys.stdout.write(text)
+    else:
+        print(result.render())
+    outputs.commit({"--json": text})
+    return 0
+
+
+def _sweep_parser(sub, scenario_args) -> None:
+    sweep = sub.add_parser(
+        "sweep", help="a grid of any scenario fields: every combination simulated, as a table, CSV, Parquet, JSON",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Simulate every combination of the --grid axes (values read as YAML, like --set; commas "
+        "inside brackets or quotes do not split). One row per combination: the values, step time, useful "
+        "trajectories/h, tokens/s and the binding link with its load; a combination that cannot run (invalid "
+        "together, out of memory) is a row with its reason. Nothing is searched: see twin plan for that.\n\n"
+        "example: twin sweep grpo-8b-disaggregated --grid placement.rollout.gpus=8,16,24 "
+        "--grid algorithm.prompts_per_step=64,128 --csv sweep.csv")
+    scenario_args(sweep)
+    sweep.add_argument("--grid", action="append", default=[], required=True, metavar="PATH=V1,V2,...",
+                       help="an axis (repeatable); the sweep is their cartesian product")
+    sweep.add_argument("--csv", dest="csv_path", metavar="PATH|-", help="write the rows as CSV")
+    sweep.add_argument("--parquet", dest="parquet_path", metavar="PATH",
+                       help='write the rows as Parquet (needs pip install "rltwin[parquet]")')
+    _executor_args(sweep)
+
+
+def _sweep(args) -> int:
+    from twin.executors import Interrupted
+    from twin.planner import progress_printer
+    from twin.sweeps import require_pyarrow, sweep
+
+    outputs = _outputs(args)
+    outputs.add("--csv", args.csv_path, stdout=True)
+    outputs.add("--parquet", args.parquet_path)
+    if args.json_path == "-" and args.csv_path == "-":
+        raise InputError("only one output can go to standard output", field="--csv", value="-",
+                         allowed="a file path for --csv or for --json")
+    if args.parquet_path:
+        require_pyarrow()
+    try:
+        result = sweep(args.scenario, args.overrides, grid=args.grid, workers=args.workers, executor=args.executor,
+                       ray_address=args.ray_address, progress=progress_printer(label="twin sweep"))
+    except Interrupted as exc:
+        return _interrupted("sweep", exc)
+    text, table = result.to_json(), result.to_csv()
+    if args.json_path == "-":
+        sys.stdout.write(text)
+    elif args.csv_path == "-":
+        sys.stdout.write(table)
+    else:
+        print(result.render())
+    outputs.commit({"--json": text, "--csv": table,
+                    "--parquet": result.to_parquet() if args.parquet_path else None})
     return 0
 
 

@@ -6,7 +6,7 @@ settings are not here: validation refuses them. Each check follows what the simu
 (``twin.sim.loop``, ``twin.sim.producer``, the cost models), not what a framework might do, and
 is conservative: a setting that changes a result, even a little, is not reported.
 
-Settings whose default does nothing on its own (``weight_sync.bucket_bytes``) are reported only
+Settings whose default does nothing on its own (``weight_sync.expert_transfer``) are reported only
 when they differ from the default, so a scenario re-validated from its own dump (every field
 then counts as set) warns the same.
 """
@@ -98,9 +98,12 @@ def warnings(plan: Plan) -> list[str]:
 
     # Weight sync rates that the chosen method does not use (twin.cost.weight_sync).
     ws, method = s.weight_sync, sync_method(s)
-    if ws.bucket_bytes != _default(WeightSync, "bucket_bytes"):
-        out.append("weight_sync.bucket_bytes is not modelled: the sync time does not depend on it; tune "
-                   "weight_sync.gather_convert_bytes_per_s or staging_bytes_per_s instead.")
+    if ws.expert_transfer != _default(WeightSync, "expert_transfer") and method not in ("nixl", "checkpoint_engine"):
+        out.append(f"weight_sync.expert_transfer does nothing with method {method}: only nixl and "
+                   "checkpoint_engine choose between local and full experts.")
+    if ws.quantise_on != _default(WeightSync, "quantise_on") and s.rollout_dtype == s.model.dtype:
+        out.append("weight_sync.quantise_on does nothing: the engines keep the model's dtype "
+                   "(set placement.rollout.dtype).")
     if ws.storage_bytes_per_s != _default(WeightSync, "storage_bytes_per_s") and method != "checkpoint":
         out.append(f"weight_sync.storage_bytes_per_s does nothing with method {method}: only method "
                    "checkpoint goes through storage.")

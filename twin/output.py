@@ -91,7 +91,7 @@ class Outputs:
         target = self._targets[option]
         return target is not None and target.stdout
 
-    def commit(self, texts: Mapping[str, str | None]) -> list[Path]:
+    def commit(self, texts: Mapping[str, str | bytes | None]) -> list[Path]:
         """Write ``texts`` (option -> text) to their files, all or none; the paths written.
 
         A text for an option that was not given, or given as ``'-'``, or a None text, is
@@ -120,7 +120,7 @@ class Outputs:
                     file = os.fdopen(fd, "wb")
                 with file:
                     os.fchmod(file.fileno(), mode)
-                    file.write(text.encode("utf-8", "surrogateescape"))
+                    file.write(text if isinstance(text, bytes) else text.encode("utf-8", "surrogateescape"))
                     file.flush()
                     os.fsync(file.fileno())
             for target, _ in temporaries:  # each still a place a file can be renamed onto?

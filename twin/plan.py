@@ -82,14 +82,37 @@ class Plan:
         return self.scenario.placement.rollout.tp
 
     @property
+    def rollout_dtype(self) -> str:
+        """Precision of the engines' weights and GEMMs (placement.rollout.dtype, else the model's)."""
+        return self.scenario.placement.rollout.dtype or self.scenario.model.dtype
+
+    @property
+    def kv_dtype(self) -> str:
+        """Precision of the engines' KV cache (placement.rollout.kv_dtype, else the model's)."""
+        return self.scenario.placement.rollout.kv_dtype or self.scenario.model.dtype
+
+    @property
+    def trainer_dtype(self) -> str:
+        """Precision of the trainer's GEMMs (placement.trainer.dtype, else the model's)."""
+        return self.scenario.placement.trainer.dtype or self.scenario.model.dtype
+
+    @property
     def rollout_engines(self) -> int:
-        return self.rollout_gpus // self.rollout_tp
+        return self.rollout_gpus // self.scenario.placement.rollout.engine_gpus
 
     @property
     def trainer_dp(self) -> int:
-        """Data-parallel groups: each takes whole sequences (sp GPUs share each of them)."""
+        """Data-parallel groups: each takes whole sequences (sp or cp GPUs share each of them)."""
         t = self.scenario.placement.trainer
-        return self.trainer_gpus // (t.tp * t.pp * t.sp)
+        return self.trainer_gpus // (t.tp * t.pp * t.sp * t.cp)
+
+    @property
+    def trainer_expert_dp(self) -> int:
+        """Expert-data-parallel ranks: the copies of one EP shard of the experts, over which their
+        gradients are reduced and their optimizer state sharded (Megatron's MoE folding: a pipeline
+        stage's GPUs regrouped as ep × expert-dp, experts not tensor-split)."""
+        t = self.scenario.placement.trainer
+        return self.trainer_gpus // (t.pp * t.ep)
 
     @property
     def trainer_shards(self) -> int:
@@ -122,7 +145,22 @@ class Plan:
                 "reward_model_gpus": self.reward_model_gpus, "rollout_engines": self.rollout_engines,
                 "rollout_tp": self.rollout_tp, "trainer_dp": self.trainer_dp, "trainer_tp": t.tp,
                 "trainer_pp": t.pp, "trainer_sp": t.sp, "total_gpus": self.total_gpus,
-                "compute_scale": self.scenario.cluster.compute_scale}
+                "compute_scale": self.scenario.cluster.compute_scale,
+                **self._layout_summary()}
+
+    def _layout_summary(self) -> dict[str, Any]:
+        """Expert, context and engine-pipeline parallelism, listed where they are used."""
+        p = self.scenario.placement
+        out: dict[str, Any] = {}
+        if p.trainer.ep > 1:
+            out.update(trainer_ep=p.trainer.ep, trainer_expert_dp=self.trainer_expert_dp)
+        if p.trainer.cp > 1:
+            out["trainer_cp"] = p.trainer.cp
+        if p.rollout.pp > 1:
+            out["rollout_pp"] = p.rollout.pp
+        if p.rollout.expert_parallel:
+            out["rollout_ep"] = p.rollout.tp
+        return out
 
 
 def resolve(scenario: Scenario) -> Plan:

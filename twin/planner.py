@@ -6,7 +6,7 @@ steps off; async with staleness 1..K, partial rollout off or on), the rollout:tr
 whole engines (whole nodes where the budget spans two or more), the engines' tensor parallelism
 — times any axes the user adds (``vary``), prunes the ones that cannot run (validation, memory,
 an engine wider than a node or than the model's heads allow) without simulating them, and
-simulates the rest in the runner's one process pool (:func:`twin.runner.simulate_many`).
+simulates the rest on an executor (:mod:`twin.executors`: the local process pool, or Ray).
 
 Up to :data:`EXHAUSTIVE_LIMIT` feasible candidates are all simulated at the scenario's
 ``run.steps``. Beyond it the search is successive halving: every candidate is simulated with
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from twin import runner
+from twin import executors, runner
 from twin.errors import InputError, choices
 from twin.modes import MODES
 
@@ -41,7 +41,7 @@ MAX_SPLITS = 64            # rollout:trainer splits tried per engine size (evenl
 MAX_CANDIDATES = 8192      # the whole space, before pruning
 MAX_STALENESS = 8          # --max-staleness
 ENGINE_TPS = (1, 2, 4, 8)
-NOISE_SEEDS = 2            # other seeds the top candidates are re-simulated with
+NOISE_SEEDS = 2            # other seeds the top candidates are re-simulated with (twin.noise)
 
 OBJECTIVES = {
     "useful_trajectories_per_hour": "useful trajectories/h (higher is better)",
@@ -59,7 +59,7 @@ _PROBE = {"placement.mode": "colocated", "placement.rollout.gpus": None, "placem
 
 
 PRUNE_REASONS = {
-    "tp_beyond_node": "engine tp wider than a node",
+    "tp_beyond_node": "engine tp wider than a node and not whole nodes",
     "tp_heads": "engine tp does not divide the model's attention heads",
     "invalid": "invalid scenario",
     "memory": "does not fit in GPU memory",
@@ -436,12 +436,19 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
                 gpus: int, max_staleness: int = 1,
                 vary: Mapping[str, Sequence[Any]] | Iterable[str] | None = None,
                 objective: str = "useful_trajectories_per_hour", gpu_hour_price: float | None = None,
-                top: int = 10, workers: int | None = None, progress: Progress | None = None) -> PlanResult:
+                top: int = 10, workers: int | None = None, progress: Progress | None = None,
+                executor: str | executors.Executor = "local", ray_address: str | None = None,
+                resume: str | None = None) -> PlanResult:
     """Search the deployments of ``scenario`` on ``gpus`` GPUs and rank them by ``objective``.
 
     ``overrides`` apply to the scenario first (dotted paths or ``path=value`` strings, as
     ``--set``); ``vary`` adds axes (path → values, or ``"path=v1,v2"`` strings), tried in every
-    combination. Raises :class:`InputError` on bad input, or when no candidate fits the budget.
+    combination. ``executor``: 'local' (a process pool of ``workers``), 'ray' (Ray tasks; a
+    local Ray, or the cluster at ``ray_address``) or an :class:`twin.executors.Executor`.
+    ``resume``: a checkpoint file, continued when it exists (it must be of this scenario) and
+    written as simulations finish. Raises :class:`InputError` on bad input, or when no
+    candidate fits the budget; :class:`twin.executors.Interrupted` (a KeyboardInterrupt) on
+    Ctrl-C, carrying the best candidate so far.
     """
     from twin.config.load import apply_overrides, parse_overrides
 
@@ -473,16 +480,30 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
                          allowed=f"a budget some deployment fits in; of {len(candidates)} candidates: {reasons}")
 
     steps = scenario_obj.run.steps
-    reports, search, simulations = _search(base, feasible, steps, objective, gpu_hour_price, top, workers,
-                                           progress, pruned, examples)
+    owned = not isinstance(executor, executors.Executor)  # one handed in is closed by its owner
+    ex = executors.make(executor, workers=workers, ray_address=ray_address)
+    try:
+        journal = executors.Journal(resume, executors.scenario_hash(base), "plan") if resume else None
+    except InputError:
+        if owned:
+            ex.close()
+        raise
+    session = _Session(ex, journal, progress, objective, gpu_hour_price, base, owned)
+    try:
+        reports, search, simulations = _search(session, feasible, steps, objective, gpu_hour_price, top,
+                                               pruned, examples)
+        ordered = sorted(reports, key=lambda cr: (-_score(cr[1], objective, gpu_hour_price)[0], cr[0].index))
+        shown = ordered[:top]
+        noise = _noise(session, shown, scenario_obj.run.seed, objective)
+    except KeyboardInterrupt:
+        raise executors.Interrupted(session.best_so_far(), resume) from None
+    finally:
+        session.close()
     if not reports:
         reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
         raise InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
                          allowed=reasons)
 
-    ordered = sorted(reports, key=lambda cr: (-_score(cr[1], objective, gpu_hour_price)[0], cr[0].index))
-    shown = ordered[:top]
-    noise = _noise(base, shown, scenario_obj.run.seed, objective, workers, progress)
     simulations += NOISE_SEEDS * len(shown)
     ranked = []
     for rank, (cand, report) in enumerate(shown, 1):
@@ -558,7 +579,7 @@ def _prune(base: dict, candidates: list[Candidate]) -> tuple[list[Candidate], di
 
     for cand in candidates:
         ctx = cand.context
-        if cand.tp > ctx.gpus_per_node:
+        if cand.tp > ctx.gpus_per_node and cand.tp % ctx.gpus_per_node:  # whole nodes, as the scenario allows
             drop("tp_beyond_node", f"tp {cand.tp} on nodes of {ctx.gpus_per_node} GPUs")
             continue
         if not _heads_allow(ctx, cand.tp):
@@ -586,16 +607,75 @@ def _with_steps(data: dict, steps: int | None = None, seed: int | None = None) -
     return {**data, "run": run}
 
 
-def _simulate(base: dict, cands: list[Candidate], steps: int | None, workers: int | None,
-              progress: Progress | None, what: str, seed: int | None = None) -> list[dict | InputError]:
-    from twin.config.load import apply_overrides
+class _Session:
+    """One search's executor, checkpoint and best candidate so far (for a Ctrl-C)."""
 
-    jobs = [_with_steps(apply_overrides(base, c.overrides), steps, seed) for c in cands]
-    tick = (lambda done, total: progress(done, total, what)) if progress else None
-    return runner.simulate_many(jobs, workers, tick)
+    def __init__(self, executor, journal, progress, objective, price, base, owned=True) -> None:
+        self.executor, self.journal, self.progress, self.owned = executor, journal, progress, owned
+        self.objective, self.price, self.base = objective, price, base
+        self.best: tuple | None = None  # (steps, score, index, candidate, report)
+
+    def simulate(self, cands: list[Candidate], steps: int | None, what: str,
+                 seeds: list[int] | None = None) -> list[dict | InputError]:
+        """Each candidate's report at ``steps`` (None: the scenario's) and its seed in ``seeds``
+        (None: the scenario's), in order; those in the checkpoint are not simulated again, the
+        others are added to it."""
+        from twin.config.load import apply_overrides
+
+        full = self.base["run"]["steps"] if steps is None else steps
+        seeds = seeds or [None] * len(cands)
+        keys = [json.dumps({"overrides": c.overrides, "steps": full, "seed": seed}, sort_keys=True)
+                for c, seed in zip(cands, seeds)]
+        out: list = [self.journal.get(k) if self.journal else None for k in keys]
+        todo = [i for i, r in enumerate(out) if r is None]
+        for i, r in enumerate(out):
+            if r is not None:
+                self._seen(cands[i], r, full, seeds[i])
+        jobs = [_with_steps(apply_overrides(self.base, cands[i].overrides), steps, seeds[i]) for i in todo]
+        resumed = len(cands) - len(todo)
+
+        def finished(j: int, result) -> None:
+            i = todo[j]
+            out[i] = result
+            if not isinstance(result, InputError):
+                if self.journal is not None:
+                    self.journal.add(keys[i], result)
+                self._seen(cands[i], result, full, seeds[i])
+
+        def tick(done: int, total: int) -> None:
+            if self.progress:
+                self.progress(done + resumed, total + resumed, what)
+
+        if jobs:
+            self.executor.map(jobs, tick, finished)
+        return out
+
+    def _seen(self, cand: Candidate, report: dict, steps: int, seed: int | None) -> None:
+        if seed is not None:  # a noise re-run is not a new candidate
+            return
+        score = _score(report, self.objective, self.price)[0]
+        entry = (steps, score, -cand.index, cand, report)
+        if self.best is None or entry[:3] > self.best[:3]:
+            self.best = entry
+
+    def best_so_far(self) -> str | None:
+        """The best candidate simulated before an interruption, in words."""
+        if self.best is None:
+            return None
+        steps, _, _, cand, report = self.best
+        ranked = Ranked(0, cand, report, 0.0, self.objective)
+        return (f"{ranked.placement_words}: step {report['step_time_s']:.1f} s, "
+                f"{report['throughput']['useful_trajectories_per_hour']:,.0f} useful trajectories/h "
+                f"(simulated with {steps} steps)")
+
+    def close(self) -> None:
+        if self.owned:
+            self.executor.close()
+        if self.journal is not None:
+            self.journal.close()
 
 
-def _search(base, feasible, steps, objective, price, top, workers, progress, pruned, examples):
+def _search(session, feasible, steps, objective, price, top, pruned, examples):
     """Exhaustive up to EXHAUSTIVE_LIMIT; successive halving beyond. Returns the (candidate,
     report) pairs simulated at full steps, the search's description, and simulations run."""
     rungs: list[tuple[int, int]] = []  # (steps, candidates)
@@ -605,7 +685,7 @@ def _search(base, feasible, steps, objective, price, top, workers, progress, pru
     if len(alive) > EXHAUSTIVE_LIMIT and steps > FIRST_RUNG_STEPS:
         s = FIRST_RUNG_STEPS
         while s < steps:
-            results = _simulate(base, alive, s, workers, progress, f"screening with {s} steps")
+            results = session.simulate(alive, s, f"screening with {s} steps")
             simulations += len(alive)
             rungs.append((s, len(alive)))
             scored = []
@@ -619,7 +699,7 @@ def _search(base, feasible, steps, objective, price, top, workers, progress, pru
             keep = max(top, MIN_SURVIVORS, math.ceil(len(scored) / KEEP_FRACTION))
             alive = [c for _, _, c in scored[:keep]]
             s *= 2
-    results = _simulate(base, alive, None, workers, progress, f"simulating {steps} steps")
+    results = session.simulate(alive, None, f"simulating {steps} steps")
     simulations += len(alive)
     rungs.append((steps, len(alive)))
     out = []
@@ -635,45 +715,48 @@ def _search(base, feasible, steps, objective, price, top, workers, progress, pru
     return out, search, simulations
 
 
-def _noise(base, shown, seed, objective, workers, progress) -> dict[int, float | None]:
+def _noise(session, shown, seed, objective) -> dict[int, float | None]:
     """Relative spread (max − min) / mean of the objective's figure over the run's seed and
-    NOISE_SEEDS more, per shown candidate."""
+    NOISE_SEEDS more, per shown candidate (twin.noise)."""
+    from twin import noise
+
     cands = [c for c, _ in shown]
     runs = [[_metric(rep, objective)] for _, rep in shown]
-    jobs = [(c, seed + k) for k in range(1, NOISE_SEEDS + 1) for c in cands]
-    if not jobs:
+    if not cands:
         return {}
-    from twin.config.load import apply_overrides
-
-    data = [_with_steps(apply_overrides(base, c.overrides), None, s) for c, s in jobs]
-    tick = (lambda done, total: progress(done, total, "re-simulating the top with other seeds")) if progress else None
-    results = runner.simulate_many(data, workers, tick)
+    seeds = [seed + k for k in range(1, NOISE_SEEDS + 1) for _ in cands]
+    results = session.simulate(cands * NOISE_SEEDS, None, "re-simulating the top with other seeds", seeds)
     for i, rep in enumerate(results):
         if not isinstance(rep, InputError):
             runs[i % len(cands)].append(_metric(rep, objective))
-    out = {}
-    for c, values in zip(cands, runs):
-        mean = sum(values) / len(values)
-        out[c.index] = float(f"{(max(values) - min(values)) / mean:.3g}") if mean > 0 and len(values) > 1 else None
-    return out
+    return {c.index: noise.spread(values) for c, values in zip(cands, runs)}
 
 
-def progress_printer(stream=None) -> Progress:
-    """A progress callback writing 'n of N' to stderr: one updating line on a terminal, a line
-    per 10% otherwise."""
+def progress_printer(stream=None, label: str = "twin plan") -> Progress:
+    """A progress callback writing 'n of N' with the time left at the rate so far to stderr:
+    one updating line on a terminal, a line per 10% otherwise."""
+    import time
+
     stream = stream or sys.stderr
     tty = stream.isatty()
-    state = {"what": None, "decile": -1}
+    state = {"what": None, "decile": -1, "start": 0.0, "first": 0}
 
     def progress(done: int, total: int, what: str) -> None:
-        text = f"twin plan: {what}: {done} of {total} evaluated"
+        now = time.monotonic()
+        if what != state["what"]:
+            state.update(start=now, first=done)
+        ran = done - state["first"]
+        left = (f", ~{(now - state['start']) / ran * (total - done):.0f} s left"
+                if 0 < ran and done < total else "")
+        text = f"{label}: {what}: {done} of {total} evaluated{left}"
         if tty:
-            stream.write("\r" + text + ("\n" if done == total else ""))
+            stream.write("\r" + text + " " * 8 + ("\n" if done == total else ""))
         else:
             decile = done * 10 // total
             if what != state["what"] or decile != state["decile"]:
-                state.update(what=what, decile=decile)
+                state.update(decile=decile)
                 stream.write(text + "\n")
+        state["what"] = what
         stream.flush()
 
     return progress

@@ -65,13 +65,17 @@ def render_run(report: dict[str, Any]) -> str:
         lines.append(f"  dropped {count:,} trajectories: {reason}")
     verdict = report.get("verdict")
     if verdict:
-        lines += ["", "What one more unit of each pressure buys (useful experience per hour)"]
+        bands = [r["noise"] for r in verdict["marginal_gains"] if r.get("noise") is not None]
+        least = min(bands) if bands else None  # the baseline's own spread: every row's band at least
+        lines += ["", "What one more unit of each pressure buys (useful experience per hour"
+                  + (f"; noise across seeds {least * 100:.1f}%)" if least is not None else ")")]
         for row in verdict["marginal_gains"]:
             if "error" in row:
                 lines.append(f"  {row['description']:62s} not possible here: {row['error']}")
                 continue
-            lines.append(f"  {row['description']:62s} {row['gain'] * 100:+7.1f}%  "
-                         f"step {row['step_time_s']:.1f} s{pressure_note(row, verdict['marginal_gains'])}")
+            lines.append(f"  {row['description']:62s} {gain_text(row, 12)}  "
+                         f"step {row['step_time_s']:.1f} s{noise_note(row, least)}"
+                         f"{pressure_note(row, verdict['marginal_gains'])}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report)]
@@ -128,6 +132,20 @@ def render_estimate(name: str, est: dict[str, Any]) -> str:
 
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds:,.0f} s"
+
+
+def gain_text(row: dict, width: int = 0) -> str:
+    """A sensitivity row's gain as printed: ``+12.3%``, or ``within noise`` when its band
+    (``noise``, from other seeds) holds it."""
+    text = "within noise" if row.get("within_noise") else f"{row['gain'] * 100:+.1f}%"
+    return f"{text:>{width}s}"
+
+
+def noise_note(row: dict, usual: float | None = None) -> str:
+    """The band a verdict row's gain was read within, as ``  (noise 1.2%)``, where it is wider
+    than the ``usual`` one (the baseline's, said once above the rows); empty otherwise."""
+    noise = row.get("noise")
+    return f"  (noise {noise * 100:.1f}%)" if noise is not None and noise != usual else ""
 
 
 def pressure_note(row: dict, rows: list[dict] | None = None) -> str:

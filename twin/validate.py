@@ -166,7 +166,9 @@ def _solve(source: Source, case: Case, metric_name: str, target: float) -> tuple
             lo = mid
         else:
             hi = mid
-    return round(math.exp((lo + hi) / 2), 4), bracketed
+    value_at = math.exp((lo + hi) / 2)
+    # four decimals, or four significant digits for a small parameter (seconds per tensor)
+    return (round(value_at, 4) if value_at >= 1 else float(f"{value_at:.4g}")), bracketed
 
 
 def _fit_case(source: Source, path: Path) -> Case:
@@ -321,15 +323,13 @@ def render_cross(results: list[SourceResult]) -> str:
         lines.append(f"  {name}: " + ("; ".join(f"{p} = {s.value:g} fitted on {s.fitted_on.split('-')[0]}"
                                                for p, s in fitted.items()) or "no fitted values"))
         for r in group:
-            fits = r.source.fit.parameter if r.source.fit else None
-            if fits in fitted and fitted[fits].fitted_on == r.path.name:
-                role = f"fits {fits}"
-            elif fits:
-                role = f"predicted; fits its own {fits} (not a property of the stack)"
-            else:
-                role = "predicted"
+            gives = [p for p, s in fitted.items() if s.fitted_on == r.path.name]
+            own = r.source.fit.parameter if r.source.fit and r.source.fit.parameter not in gives else None
+            role = ("fits " + ", ".join(gives)) if gives else "predicted"
+            if own:
+                role += f"; fits its own {own} (not a property of the stack)"
             ok, n = _tally(r)
-            if role.startswith("predicted"):
+            if not gives:
                 predicted_ok, predicted_all = predicted_ok + ok, predicted_all + n
             lines.append(f"    {_tag(r):4s} {ok}/{n} within ±{r.source.tolerance * 100:.0f}%  ({role})")
     lines.append(f"cross: {predicted_ok}/{predicted_all} figures of sources that fit no profile value "

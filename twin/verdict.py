@@ -13,13 +13,16 @@ express (staleness on colocated GPUs) re-places the same GPUs as separate pools.
 them is itself the question a planner would ask, so the verdict tries the splits between two
 bounds and keeps the best: the rollout pool needs at least its share of the work at full batch
 (what it does once the tail no longer idles it) and at most its share of the step's time.
+
+Each gain is read within a noise band from other seeds (:func:`noise_bands`, docs/noise.md):
+one inside it is "within noise", not a gain.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from twin.errors import InputError, choices
@@ -92,10 +95,12 @@ def _faster_network(plan: Plan, report: Report) -> Overrides:
 
 
 def _faster_sync(plan: Plan, report: Report) -> Overrides:
-    from twin.cost.weight_sync import convert_rate, staging_rate
+    from twin.cost.weight_sync import call_overhead, convert_rate, staging_rate, tensor_overhead
 
     return {"weight_sync.gather_convert_bytes_per_s": 2 * convert_rate(plan),
-            "weight_sync.staging_bytes_per_s": 2 * staging_rate(plan)}
+            "weight_sync.staging_bytes_per_s": 2 * staging_rate(plan),
+            "weight_sync.call_overhead_s": call_overhead(plan) / 2,
+            "weight_sync.tensor_overhead_s": tensor_overhead(plan) / 2}
 
 
 def rollout_share_bounds(plan: Plan, report: Report) -> tuple[float, float]:
@@ -119,17 +124,18 @@ def _split(plan: Plan, share: float) -> Overrides:
     the rest."""
     c = plan.cluster
     total = c.total_gpus - plan.reward_model_gpus
-    tp = plan.rollout_tp
+    tp = plan.placement.rollout.engine_gpus  # GPUs of one engine
     unit = tp * c.gpus_per_node // math.gcd(tp, c.gpus_per_node)
     unit = max(tp, min(unit, c.gpus_per_node))
     if total < 2 * unit:  # one node: split it by engines
         unit = tp
     t = plan.placement.trainer
-    group = t.tp * t.pp * t.sp  # the trainer's smallest whole data-parallel rank
+    group = t.tp * t.pp * t.sp * t.cp  # the trainer's smallest whole data-parallel rank
     most = (total - group) // tp * tp  # whole engines
     rollout = min(max(unit, round(total * share / unit) * unit), most)
     trainer = total - rollout
-    trainer -= trainer % group
+    staged = trainer - trainer % math.lcm(group, t.pp * t.ep)  # and stages that ep divides
+    trainer = staged if staged else trainer - trainer % group  # none: the scenario's check says why
     return {"placement.mode": "async", "placement.rollout.gpus": rollout, "placement.trainer.gpus": trainer}
 
 
@@ -191,7 +197,7 @@ PRESSURES: dict[str, Pressure] = {p.name: p for p in (
              "×2 reward workers (sandboxes, CPU cores or reward-model GPUs)", "reward", _more_reward),
     Pressure("network_x2", "faster links", "×2 link bandwidth (NVLink and network)", "weight_sync",
              _faster_network),
-    Pressure("weight_sync_x2", "faster weight sync", "×2 weight-sync software speed (gather/convert and staging)",
+    Pressure("weight_sync_x2", "faster weight sync", "×2 weight-sync software speed (gather/convert, staging, per-call and per-tensor costs)",
              "weight_sync", _faster_sync),
     Pressure("staleness_plus1", "staleness +1", "+1 staleness", "rollout", _more_staleness,
              "+1 staleness (async pools on the same GPUs)"),
@@ -253,7 +259,11 @@ def split_assignments(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Row:
-    """One pressure, re-simulated (the best of its alternatives), or why it could not be."""
+    """One pressure, re-simulated (the best of its alternatives), or why it could not be.
+
+    ``noise`` is the band the gain is read within (:func:`noise_bands`): the largest spread
+    across seeds of the baseline and, where it was re-simulated (``reseeded``), of the
+    pressured run; ``within_noise`` says the gain is smaller than it."""
 
     pressure: Pressure
     description: str  # the pressure's label in this plan's terms
@@ -263,6 +273,10 @@ class Row:
     added_gpus: int = 0
     placement: dict[str, int] | None = None  # the same GPUs re-placed as two pools
     error: str | None = None
+    noise: float | None = None
+    within_noise: bool = False
+    reseeded: bool = False
+    overrides: Overrides | None = field(default=None, repr=False, compare=False)  # the alternative kept
 
     def to_dict(self) -> dict[str, Any]:
         p = self.pressure
@@ -273,28 +287,96 @@ class Row:
                    gain=self.gain, added_gpus=self.added_gpus)
         if self.placement is not None:
             out["placement"] = self.placement
+        if self.noise is not None:
+            out.update(noise=self.noise, within_noise=self.within_noise, noise_reseeded=self.reseeded)
         return out
 
 
-def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
+# A row whose gain is at least this many times the baseline's own spread across seeds is read
+# as outside the band without re-simulating the pressured scenario: it could only be inside if
+# its own spread were larger than its gain. Measured with tools/noise_rows.py on seven
+# built-ins (all but agentic-search-4b, every row re-simulated; docs/noise.md): pressured
+# runs spread up to 4.1x their baseline, but every row this rule skips spread at most 0.34 of
+# its gain (grpo-8b-disaggregated's faster weight sync, +3.2% at 3.1x a 1.05% baseline spread).
+# A row under the baseline's spread is not re-simulated either: the band is the larger of the
+# two spreads, so it is within noise whatever its own.
+NOISE_SKIP = 3.0
+
+
+NOISE_RULE = (
+    "Noise bands: the baseline is re-simulated with 2 other seeds (run.seed+1, +2); its spread "
+    "across the 3 seeds ((max-min)/mean of useful trajectories/h) is every row's band. A gain "
+    "smaller than it is within noise as it stands; a gain from 1x to "
+    f"{NOISE_SKIP:g}x it has its pressured scenario re-simulated with the same seeds, and its band "
+    "is the larger of the two spreads; a gain further out keeps the baseline's band (on the "
+    "built-ins no pressured run spread more than a third of such a gain). A gain inside its band "
+    "prints as 'within noise'.")
+
+
+def noise_bands(base: Report, rows: list[Row], base_again: list[dict | InputError],
                 workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> list[Row]:
+    """``rows`` with their noise bands, given the baseline re-simulated with the other seeds
+    (``base_again``: ``noise.reseeded`` of its scenario, simulated): the baseline's spread is
+    every row's band; a row whose |gain| is at least that and under ``NOISE_SKIP`` times it is
+    re-simulated with the same seeds and its band is the larger of the two spreads. Same seed,
+    same bands."""
+    from twin import noise
+    from twin.config.load import apply_overrides
+
+    base_spread = noise.spread([base.useful_trajectories_per_hour] + [_useful(r) for r in _ok(base_again)])
+    if base_spread is None:
+        return rows
+    near = [r for r in rows if r.gain is not None and base_spread <= abs(r.gain) < NOISE_SKIP * base_spread]
+    data = base.plan.scenario.model_dump(mode="json")
+    jobs = [d for r in near for d in noise.reseeded(apply_overrides(data, r.overrides or {}))]
+    reports = simulate_many(jobs, workers, progress) if jobs else []
+    spreads: dict[str, float | None] = {}
+    for i, r in enumerate(near):
+        again = reports[i * noise.EXTRA_SEEDS:(i + 1) * noise.EXTRA_SEEDS]
+        spreads[r.pressure.name] = noise.spread([r.useful_trajectories_per_hour] + [_useful(x) for x in _ok(again)])
+    out = []
+    for r in rows:
+        if r.gain is None:
+            out.append(r)
+            continue
+        band = noise.band([base_spread, spreads.get(r.pressure.name)])
+        out.append(replace(r, noise=band, within_noise=noise.within(r.gain, band),
+                           reseeded=r.pressure.name in spreads))
+    return out
+
+
+def _useful(report: dict) -> float:
+    return report["throughput"]["useful_trajectories_per_hour"]
+
+
+def _ok(reports: list) -> list[dict]:
+    return [r for r in reports if not isinstance(r, InputError)]
+
+
+def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
+                workers: int | None = None, progress: Callable[[int, int], None] | None = None,
+                noise: bool = True) -> list[Row]:
     """Re-simulate once per pressure (each alternative of it), in the runner's process pool;
     rows sorted by gain (largest first), a pressure that cannot apply last with its reason.
-    Pressures that do not apply here at all (their lever is already pulled) have no row."""
+    Pressures that do not apply here at all (their lever is already pulled) have no row.
+    With ``noise`` (the default) each row carries its band (:func:`noise_bands`): the
+    baseline's other seeds run in the same batch as the pressures, a few rows again after."""
     from twin.config.load import apply_overrides
 
     plan = base.plan
     base_data = plan.scenario.model_dump(mode="json")
-    jobs: list[tuple[Pressure, dict]] = []
+    jobs: list[tuple[Pressure, Overrides]] = []
     for pressure in resolve_pressures(pressures):
         overrides = pressure.overrides(plan, base)
         for alternative in [overrides] if isinstance(overrides, dict) else overrides or []:
-            jobs.append((pressure, apply_overrides(base_data, alternative)))
-    reports = simulate_many([data for _, data in jobs], workers, progress)
+            jobs.append((pressure, alternative))
+    again = noise_seeds(base_data) if noise and jobs else []  # the baseline's other seeds, in the same batch
+    reports = simulate_many([apply_overrides(base_data, o) for _, o in jobs] + again, workers, progress)
+    reports, base_again = reports[:len(jobs)], reports[len(jobs):]
     useful = base.useful_trajectories_per_hour
     base_gpus = sum(base.gpus.values())
     best: dict[str, Row] = {}  # per pressure, its best alternative (the first error if all fail)
-    for (p, _), rep in zip(jobs, reports):
+    for (p, alternative), rep in zip(jobs, reports):
         if isinstance(rep, InputError):
             best.setdefault(p.name, Row(p, p.describe(plan), error=rep.message))
             continue
@@ -306,13 +388,25 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
             added_gpus=sum(rep["gpus"].values()) - base_gpus,
             placement=({"rollout_gpus": placed["rollout_gpus"], "trainer_gpus": placed["trainer_gpus"]}
                        if plan.mode.shares_gpus and placed["mode"] != plan.mode.name else None),
+            overrides=alternative,
         )
         held = best.get(p.name)
         if held is None or held.gain is None or row.gain > held.gain:
             best[p.name] = row
     rows = list(best.values())
     rows.sort(key=lambda r: (-(r.gain if r.gain is not None else -math.inf), r.pressure.name))
+    if noise:
+        first = len(jobs) + len(again)
+        tick = (lambda n, total: progress(first + n, first + total)) if progress else None
+        rows = noise_bands(base, rows, base_again, workers, tick)
     return rows
+
+
+def noise_seeds(data: dict) -> list[dict]:
+    """The scenario (as data) with the other seeds its noise band is measured with."""
+    from twin.noise import reseeded
+
+    return reseeded(data)
 
 
 DESCRIBE = {
@@ -348,8 +442,10 @@ def diagnosis(bottleneck: list[dict], rows: list[dict]) -> str:
     line += " (binds, saturated)" if top["saturated"] else " (binds, not saturated)"
     ok = [r for r in rows if "gain" in r and r["link"] != "compute"]  # levers, not the sensitivity
     own = next((r for r in ok if r["pressure"] == OWN_PRESSURE.get(top["link"])), None)
-    shown = ([own] if own else []) + [r for r in ok[:2] if r is not own]
-    parts = [f"{r['short']}: {r['gain'] * 100:+.0f}%" for r in shown]
+    # The best two beside it, of those that are gains at all (not within noise).
+    shown = ([own] if own else []) + [r for r in ok if r is not own and not r.get("within_noise")][:2]
+    parts = [f"{r['short']}: " + ("within noise" if r.get("within_noise") else f"{r['gain'] * 100:+.0f}%")
+             for r in shown]
     return line + ("; " + ", ".join(parts) if parts else "")
 
 
@@ -370,7 +466,8 @@ class Verdict:
 
 
 def judge(report: Report, pressures: Iterable[PressureSpec] | None = None, workers: int | None = None,
-          progress: Callable[[int, int], None] | None = None) -> Verdict:
-    """The verdict on a report: every pressure re-simulated, ranked, and the diagnosis."""
-    rows = sensitivity(report, pressures, workers, progress)
+          progress: Callable[[int, int], None] | None = None, noise: bool = True) -> Verdict:
+    """The verdict on a report: every pressure re-simulated, ranked, and the diagnosis; with
+    ``noise``, each gain read within its band from other seeds (:func:`noise_bands`)."""
+    rows = sensitivity(report, pressures, workers, progress, noise)
     return Verdict(diagnosis(report.data["bottleneck"], [r.to_dict() for r in rows]), rows)

@@ -192,3 +192,26 @@ def test_a_config_json_is_named_by_its_own_words_not_its_folder(tmp_path):
     assert plan({"model": str(folder / "config.json")}).model.name == "Qwen2.5-32B"
     (folder / "my-model.json").write_text(json.dumps(cfg))
     assert plan({"model": str(folder / "my-model.json")}).model.name == "my-model"
+
+
+# Frontier MoE presets against their published counts (billions). The cards round to the last
+# digit they give, so a preset passes within 2% of the figure plus half a unit of that digit.
+# Active counts follow each publisher's convention: DeepSeek, Qwen and Moonshot count the
+# embedding and output matrices (DeepSeek-V3 without them is 35.7B, 3.5% under its 37B);
+# GLM-4.5's 32B matches the count without them (32.08B; with them 33.6B, 5% over).
+FRONTIER = {  # name: (total, its unit, active, its unit, active counts embeddings)
+    "deepseek-v3": (671, 1, 37, 1, True),  # DeepSeek-V3 card / report (MTP module excluded)
+    "qwen3-235b-a22b": (235, 1, 22, 1, True),  # Qwen3-235B-A22B card
+    "qwen3-30b-a3b": (30.5, 0.1, 3.3, 0.1, True),  # Qwen3-30B-A3B card
+    "kimi-k2": (1040, 10, 32, 1, True),  # Kimi K2 report (arXiv 2507.20534): 1.04T; card: 32B active
+    "glm-4.5": (355, 1, 32, 1, False),  # GLM-4.5 card: 355B total, 32B active
+}
+
+
+@pytest.mark.parametrize("name", sorted(FRONTIER))
+def test_frontier_moe_presets_match_published_counts(name):
+    arch = ModelArch(**resolve_model(name, "model"))
+    total, total_unit, active, active_unit, with_embeddings = FRONTIER[name]
+    ours_active = arch.active_params - (0 if with_embeddings else arch.embedding_params)
+    assert abs(arch.total_params / 1e9 - total) <= 0.02 * total + total_unit / 2
+    assert abs(ours_active / 1e9 - active) <= 0.02 * active + active_unit / 2

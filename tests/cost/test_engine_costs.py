@@ -2,6 +2,8 @@ import pytest
 
 from twin.runner import plan as plan_of
 from twin.cost.engine import engine_costs
+from twin.cost.memory import rollout_memory
+from twin.errors import InputError
 from twin.cost.roofline import memory_rate
 
 
@@ -64,3 +66,56 @@ def test_synchronous_scheduling_pays_the_hosts_step_every_iteration():
     for batch, context in [(1, 500), (256, 256 * 1000)]:
         gap = synchronous.decode_time(batch, context) - overlapped.decode_time(batch, context)
         assert gap == pytest.approx(o.synchronous_step_s - o.per_iteration_s)
+
+
+def _engine(model: str, nodes: int, **rollout):
+    return plan_of({"model": model, "cluster": {"nodes": nodes},
+                    "placement": {"mode": "disaggregated", "rollout": {"gpus": 8 * nodes // 2, **rollout},
+                                  "trainer": {"gpus": 8 * nodes // 2}}})
+
+
+def test_an_engine_across_nodes_pays_the_inter_node_link_for_its_all_reduces():
+    """tp 16 on 8-GPU nodes: the same weights per GPU as two tp-8 halves would hold, but every
+    all-reduce's ring crosses the network (Topology), so its share of an iteration grows."""
+    in_node, across = engine_costs(_engine("llama-3.1-70b", 4, tp=8)), engine_costs(_engine("llama-3.1-70b", 4, tp=16))
+    n = 256
+    ar8 = in_node.comm_s[n] - in_node.elementwise_s[n]
+    ar16 = across.comm_s[n] - across.elementwise_s[n]
+    assert ar16 > 1.5 * ar8
+    assert across.weights_s[n] == pytest.approx(in_node.weights_s[n] / 2, rel=0.01)
+
+
+def test_tp_must_stay_in_a_node_or_span_whole_nodes():
+    with pytest.raises(InputError) as exc:
+        _engine("llama-3.1-70b", 6, tp=12)  # 24 rollout GPUs: two engines, each 1.5 nodes
+    assert exc.value.field == "placement.rollout.tp"
+    with pytest.raises(InputError):
+        _engine("llama-3.1-70b", 4, tp=8, dp_attention=True)  # needs expert_parallel
+
+
+def test_wide_ep_with_dp_attention_holds_the_mla_latent_once_per_gpu():
+    """DeepSeek-V3 engines of 32 GPUs: under TP every GPU holds every token's MLA latent; with
+    DP attention each GPU holds its own sequences' only, so the engine caches ~32x the tokens
+    per byte (less the whole attention weights each GPU now keeps)."""
+    common = {"gpu_memory_utilization": 0.85}
+    tp = _engine("deepseek-v3", 8, tp=32, **common)
+    wide = _engine("deepseek-v3", 8, tp=32, expert_parallel=True, dp_attention=True, **common)
+    c_tp, c_wide = engine_costs(tp), engine_costs(wide)
+    kv_tp = rollout_memory(tp).items["KV cache"]
+    kv_wide = rollout_memory(wide).items["KV cache"]
+    assert c_wide.kv_capacity_tokens / c_tp.kv_capacity_tokens == pytest.approx(32 * kv_wide / kv_tp, rel=0.01)
+    assert rollout_memory(wide).items["weights"] > rollout_memory(tp).items["weights"]
+    # every MoE layer dispatches and combines its tokens: all-to-all instead of all-reduce
+    arch = wide.model
+    assert c_wide.comm_s[256] > c_wide.elementwise_s[256]
+    assert arch.moe_layers == 58
+
+
+def test_pipeline_stages_split_weights_and_kv_per_gpu():
+    one, two = _engine("llama-3.1-70b", 4, tp=8), _engine("llama-3.1-70b", 4, tp=8, pp=2)
+    assert two.rollout_engines == one.rollout_engines // 2
+    assert rollout_memory(two).items["weights"] == pytest.approx(rollout_memory(one).items["weights"] / 2)
+    c1, c2 = engine_costs(one), engine_costs(two)
+    assert c2.kv_capacity_tokens > 2 * c1.kv_capacity_tokens  # twice the GPUs, half the weights on each
+    # a weight-bound decode step streams every stage's weights once per micro-batch: no faster
+    assert c2.weights_s[64] >= c1.weights_s[64] * 0.99

@@ -1,4 +1,5 @@
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from twin.runner import plan as plan_of
 from twin.cost.memory import (max_sequence_tokens, rollout_memory, trainer_activation_bytes, trainer_memory,
@@ -73,3 +74,70 @@ def test_the_kv_cache_must_hold_a_sequence_in_whole_blocks():
     tokens, fits = kv_tokens(16, hi)
     assert 600 <= tokens < 601 and fits
     assert not kv_tokens(1024, hi)[1]
+
+
+DSV3_EP_LAYOUT = {"model": "deepseek-v3", "cluster": {"nodes": 32},
+                  "placement": {"mode": "colocated", "rollout": {"tp": 8},
+                                "trainer": {"tp": 1, "pp": 16, "ep": 16, "zero_stage": 1,
+                                            "micro_batch_tokens": 4096}}}
+
+
+def test_deepseek_v3_ep16_pp16_state_per_rank_matches_a_hand_count():
+    """DeepSeek-V3 on 256 GPUs as NeMo-RL lays it out, [TP1, EP16, PP16], Megatron's
+    distributed optimizer (ZeRO-1). Counted by hand from the config.json:
+    h 7168, 61 layers of which 3 dense (FFN 18432) and 58 MoE (256 routed experts of width
+    2048, 1 shared), MLA (q_lora 1536, kv_lora 512, 128 heads, nope 128, rope 64, v 128),
+    vocabulary 129,280, untied.
+      attention/layer: 7168·1536 + 1536·128·192 + 7168·576 + 512·128·256 + 128·128·7168
+                       = 187,105,280;  × 61 = 11,413,422,080
+      dense FFN: 3·7168·18432 = 396,361,728;  × 3 = 1,189,085,184
+      one expert: 3·7168·2048 = 44,040,192
+      routed experts: 58·256·44,040,192 = 653,908,770,816   (what EP shards)
+      shared experts: 58·44,040,192 = 2,554,331,136;  routers: 58·256·7168 = 106,430,464
+      embeddings + head: 2·129,280·7168 = 1,853,358,080
+      total 671,025,397,760;  all but the routed experts: 17,116,626,944
+    Per GPU: dense part / (tp·pp = 16) = 1,069,789,184; routed / (ep·pp = 256) = 2,554,331,136.
+    dp = 256 / 16 = 16 (ZeRO over it for the dense part); expert-dp = 256 / (16·16) = 1.
+      weights 2 B × 3,624,120,320 = 7,248,240,640 B (6.75 GiB), gradients the same (ZeRO-1);
+      optimizer 12 B × (1,069,789,184 / 16 + 2,554,331,136 / 1) = 31,454,315,520 B (29.29 GiB).
+    """
+    plan = plan_of(DSV3_EP_LAYOUT)
+    assert plan.trainer_dp == 16 and plan.trainer_expert_dp == 1
+    state = trainer_state_bytes(plan.model, plan)
+    assert state["weights (16-bit)"] == pytest.approx(7_248_240_640, rel=1e-9)
+    assert state["gradients (16-bit)"] == pytest.approx(7_248_240_640, rel=1e-9)
+    assert state["optimizer (fp32 master, m, v)"] == pytest.approx(31_454_315_520, rel=1e-9)
+    assert trainer_memory(plan).fits  # 42.8 GiB of state + 4,096-token micro-batches on an 80 GB H100
+
+
+def test_expert_state_shards_over_the_expert_data_parallel_ranks():
+    """EP8 on 64 GPUs (pp 1): expert-dp 8; ZeRO-1 shards the experts' optimizer 8 ways, the
+    rest 64 ways; without EP everything is one slice sharded 64 ways."""
+    base = {"model": "qwen3-30b-a3b", "cluster": {"nodes": 8},
+            "placement": {"trainer": {"zero_stage": 1}}}
+    ep = plan_of(base, ["placement.trainer.ep=8"])
+    flat = plan_of(base)
+    arch = ep.model
+    routed = 48 * 128 * 3 * 2048 * 768
+    assert ep.trainer_expert_dp == 8
+    opt = trainer_state_bytes(arch, ep)["optimizer (fp32 master, m, v)"]
+    assert opt == pytest.approx(12 * ((arch.total_params - routed) / 64 + routed / 8 / 8))
+    assert trainer_state_bytes(arch, flat)["optimizer (fp32 master, m, v)"] == pytest.approx(12 * arch.total_params / 64)
+
+
+@settings(max_examples=25, deadline=None)
+@given(nodes=st.sampled_from([2, 4, 8]), tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2, 4]),
+       ep=st.sampled_from([1, 2, 4, 8, 16]), zero=st.sampled_from([1, 3]))
+def test_ep_layouts_hold_every_parameter_once_across_the_trainer(nodes, tp, pp, ep, zero):
+    """Whatever the layout, ZeRO-3 holds each weight on exactly one GPU, and ZeRO-1 each
+    optimizer state: summed over the trainer's GPUs, 2 and 12 bytes × the model's parameters."""
+    gpus = 8 * nodes
+    if gpus % (tp * pp) or (gpus // pp) % ep:
+        return
+    plan = plan_of({"model": "qwen3-30b-a3b", "cluster": {"nodes": nodes},
+                    "placement": {"trainer": {"tp": tp, "pp": pp, "ep": ep, "zero_stage": zero}}})
+    state = trainer_state_bytes(plan.model, plan)
+    total = plan.model.total_params
+    assert state["optimizer (fp32 master, m, v)"] * gpus == pytest.approx(12 * total)
+    if zero == 3:
+        assert state["weights (16-bit)"] * gpus == pytest.approx(2 * total)

@@ -24,3 +24,112 @@ def test_a_slower_network_slows_only_the_wire():
     slow = weight_sync_cost(plan_of(data, ["cluster.inter_node_link=ib-hdr200", "cluster.nics_per_node=1"]))
     assert slow.wire_s > fast.wire_s
     assert slow.gather_convert_s == fast.gather_convert_s
+
+
+# ---- frontier-scale methods, bucketing, overheads, precision (issue 17) ----------------------
+import pytest  # noqa: E402
+
+from twin.config.model import ModelArch  # noqa: E402
+from twin.config.registry import resolve_model  # noqa: E402
+from twin.cost.weight_sync import _pipeline, routed_expert_params, tensor_count  # noqa: E402
+
+DS = {"model": "deepseek-v3", "cluster": {"nodes": 9, "gpus_per_node": 32, "nics_per_node": 32},
+      "placement": {"mode": "disaggregated", "rollout": {"gpus": 32, "tp": 32, "gpu_memory_utilization": 0.82},
+                    "trainer": {"gpus": 256, "pp": 16}},
+      "weight_sync": {"method": "nixl", "bucket_bytes": 4096 * 2**20}}
+SEP = {"model": "qwen2.5-7b", "cluster": {"nodes": 2}, "placement": {"mode": "disaggregated"}}
+
+
+def test_deepseek_v3_tensor_count_is_the_checkpoints_less_the_router_biases():
+    # NeMo-RL's checkpoint-engine guide: each vLLM rank loads 45,395 tensors; the architecture has
+    # no e_score_correction_bias (one per MoE layer: 58), so the count is 58 short (-0.13%).
+    arch = ModelArch(**resolve_model("deepseek-v3", "model", None))
+    assert tensor_count(arch) == 45_395 - 58
+    assert tensor_count(arch, "engine") < tensor_count(arch) / 50
+
+
+def test_deepseek_v3_destination_local_bytes_match_the_guides_69_95_gib():
+    arch = ModelArch(**resolve_model("deepseek-v3", "model", None))
+    experts = routed_expert_params(arch)
+    local = (arch.total_params - experts + experts / 32) * arch.bytes_per_param / 2**30
+    assert local == pytest.approx(69.95, rel=0.01)
+
+
+def test_pipeline_of_one_bucket_is_serial_and_of_many_is_bound_by_the_slowest_stage():
+    assert _pipeline([1.0, 2.0, 3.0], 1) == pytest.approx(6.0)
+    assert _pipeline([1.0, 2.0, 3.0], 10_000) == pytest.approx(3.0, rel=1e-3)
+
+
+def test_per_tensor_calls_cost_more_than_buckets_and_smaller_buckets_more_calls():
+    times = [weight_sync_cost(plan_of(SEP, [f"weight_sync.bucket_bytes={b}"])).total_s
+             for b in (0, 64 * 2**20, 512 * 2**20, 4 * 2**30)]
+    assert times == sorted(times, reverse=True) and times[0] > times[1]
+
+
+def test_pipelined_buckets_have_an_optimum_size():
+    def t(bucket):
+        return weight_sync_cost(plan_of(DS, [f"weight_sync.bucket_bytes={bucket}"])).total_s
+    one_bucket = t(200 * 2**30)  # no overlap: pack, wire and load one after another
+    assert t(4 * 2**30) < one_bucket
+    assert t(2**20) > t(4 * 2**30)  # 1 MiB buckets: tens of thousands of calls
+
+
+def test_nixl_overlaps_the_wire_under_loading_and_local_experts_beat_full():
+    local = weight_sync_cost(plan_of(DS))
+    assert local.total_s < local.gather_convert_s + local.wire_s + local.load_s
+    full = weight_sync_cost(plan_of(DS, ["weight_sync.expert_transfer=full"]))
+    assert full.wire_s > 10 * local.wire_s and full.total_s > 2.5 * local.total_s
+
+
+def test_checkpoint_engine_loads_after_the_wire_and_nixl_is_faster():
+    nixl = weight_sync_cost(plan_of(DS)).total_s
+    ce = weight_sync_cost(plan_of(DS, ["weight_sync.method=checkpoint_engine"]))
+    assert ce.total_s > ce.load_s and ce.total_s > nixl
+
+
+@pytest.mark.parametrize("method", ["nccl_broadcast", "nccl_reshard", "nixl", "checkpoint_engine"])
+def test_fp8_rollout_quantised_on_the_sender_sends_half_the_bytes(method):
+    data = {**SEP, "weight_sync": {"method": method}}
+    bf16 = weight_sync_cost(plan_of(data))
+    fp8 = weight_sync_cost(plan_of(data, ["placement.rollout.dtype=fp8"]))
+    assert bf16.convert_precision_s == 0 and fp8.convert_precision_s > 0
+    assert fp8.wire_s < 0.6 * bf16.wire_s + 1e-4
+    recv = weight_sync_cost(plan_of(data, ["placement.rollout.dtype=fp8", "weight_sync.quantise_on=receiver"]))
+    assert recv.wire_s == pytest.approx(bf16.wire_s)
+
+
+def test_delta_sync_sends_the_changed_fraction_with_indices_and_pays_a_compare():
+    data = {**SEP, "weight_sync": {"method": "nccl_broadcast"}}
+    full = weight_sync_cost(plan_of(data))
+    delta = weight_sync_cost(plan_of(data, ["weight_sync.delta=true", "weight_sync.delta_density=0.01"]))
+    # 1% of the weights, each bf16 value with a 4-byte index: 3% of the bytes
+    assert delta.load_s == pytest.approx(full.load_s * 0.03)
+    assert delta.convert_precision_s > 0 and delta.total_s < full.total_s
+
+
+def test_default_sync_has_no_precision_pass():
+    assert weight_sync_cost(plan_of({"model": "qwen3-4b"})).convert_precision_s == 0
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(method=st.sampled_from(["nccl_broadcast", "nccl_reshard", "checkpoint", "checkpoint_engine", "nixl"]),
+       bucket=st.sampled_from([0, 2**20, 64 * 2**20, 2**30, 2**34]),
+       rate=st.floats(1e9, 1e11), delta=st.booleans(), fp8=st.booleans())
+def test_a_faster_receiver_never_slows_a_sync(method, bucket, rate, delta, fp8):
+    sets = [f"weight_sync.method={method}", f"weight_sync.bucket_bytes={bucket}",
+            f"weight_sync.delta={str(delta).lower()}"] + (["placement.rollout.dtype=fp8"] if fp8 else [])
+    slow = weight_sync_cost(plan_of(SEP, sets + [f"weight_sync.staging_bytes_per_s={rate}"]))
+    fast = weight_sync_cost(plan_of(SEP, sets + [f"weight_sync.staging_bytes_per_s={2 * rate}"]))
+    assert 0 < fast.total_s <= slow.total_s + 1e-12
+    assert fast.total_s < float("inf")
+
+
+@pytest.mark.parametrize("method", ["nccl_broadcast", "nccl_reshard", "checkpoint_engine", "nixl"])
+def test_methods_between_separate_pools_are_refused_when_the_pools_share_gpus(method):
+    from twin.errors import InputError
+
+    with pytest.raises(InputError, match="weight_sync.method"):
+        plan_of({"model": "qwen3-4b"}, [f"weight_sync.method={method}"])

@@ -53,3 +53,21 @@ def test_unknown_hub_id_says_how_to_fix(fx, tmp_path, twin_import):
     # the fix works
     code, data, _ = twin_import("nemo-rl", cfg, "--set", "model=qwen2.5-1.5b")
     assert code == 0 and data["model"] == "qwen2.5-1.5b"
+
+
+def test_megatron_expert_and_context_parallelism_and_vllm_pipelines_import(fx, tmp_path, twin_import, twin_check):
+    """NeMo-RL v0.4's Qwen3-30B-A3B layout (PUBLISHED.md F): Megatron EP8 with tp 2, here with
+    cp 2 too, and two-stage vLLM engines."""
+    cfg = tmp_path / "moe.yaml"
+    cfg.write_text(f"defaults: {fx / 'nemo_rl/grpo_llama8b_megatron.yaml'}\n"
+                   "policy:\n  model_name: Qwen/Qwen3-30B-A3B\n  megatron_cfg:\n    tensor_model_parallel_size: 2\n"
+                   "    pipeline_model_parallel_size: 1\n    context_parallel_size: 2\n"
+                   "    expert_model_parallel_size: 8\n"
+                   "  generation:\n    vllm_cfg:\n      tensor_parallel_size: 2\n      pipeline_parallel_size: 2\n"
+                   "cluster:\n  num_nodes: 4\n")
+    code, data, err = twin_import("nemo-rl", cfg)
+    assert code == 0, err
+    t, r = data["placement"]["trainer"], data["placement"]["rollout"]
+    assert (t["tp"], t["cp"], t["ep"], t["pp"]) == (2, 2, 8, 1)
+    assert (r["tp"], r["pp"]) == (2, 2)
+    assert twin_check(data) == 0

@@ -90,7 +90,7 @@ async def test_whatif_edit_reruns_and_shows_the_new_figures_beside_the_baseline(
             if line.startswith(("rollout busy", "trainer busy", "binding share")):
                 assert "✓" not in line and "✗" not in line
                 assert not re.search(r"[+-][0-9.]+%", line), line  # no relative change
-                assert line.endswith(("pt", "pts", "%")), line
+                assert line.rstrip().endswith(("pt", "pts", "%")), line
         assert "rollout GPUs 16→8" in shown(small_app, "#whatif-message")
 
 

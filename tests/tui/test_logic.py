@@ -153,11 +153,12 @@ def test_loop_links_follow_the_loop_and_mark_one_binding_link():
     assert [f.link for f in figures if f.binding] == [data["bottleneck"][0]["link"]]
 
 
-def test_without_textual_the_tui_says_how_to_install_it(monkeypatch, capsys):
+@pytest.mark.parametrize("missing, package", [("textual", "textual"), ("textual_plotext", "textual-plotext")])
+def test_without_textual_the_tui_says_how_to_install_it(monkeypatch, capsys, missing, package):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "textual" else real(name, *a))
-    with pytest.raises(InputError, match=r'from a clone of rltwin.*pip install "\.\[tui\]"'):
+                        lambda name, *a: None if name == missing else real(name, *a))
+    with pytest.raises(InputError, match=rf'needs the {package} package; from a clone of rltwin.*pip install "\.\[tui\]"'):
         require_textual()
     assert main(["grpo-8b-disaggregated"]) == 2
     err = capsys.readouterr().err

@@ -41,6 +41,11 @@ class RunStatus(Horizontal):
         self._say(f"Simulating {escape(label)}: step {done}/{total}, "
                   f"{simulated_s / 3600:.2f} h simulated [$text-muted](esc cancels)[/]")
 
+    def counted(self, label: str, what: str, done: int, total: int) -> None:
+        """A batch of simulations (the planner's): ``done`` of ``total``."""
+        self.query_one(ProgressBar).update(total=total, progress=done)
+        self._say(f"{escape(label)}: {escape(what)} {done}/{total} [$text-muted](esc cancels)[/]")
+
     def cancelling(self) -> None:
         self._say("Cancelling: the simulation stops at the end of its current step…")
 

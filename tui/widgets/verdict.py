@@ -68,7 +68,8 @@ class VerdictView(VerticalScroll):
             for r in rows:
                 u = r.get("useful_trajectories_per_hour")
                 # A pressure whose re-simulation failed says why instead of a gain.
-                table.add_row(str(r["pressure"]), gain_text(r.get("gain")),
+                gain = "within noise" if r.get("within_noise") else gain_text(r.get("gain"))
+                table.add_row(str(r["pressure"]), gain,
                               f"{u:,.0f}" if isinstance(u, (int, float)) else "—",
                               str(r.get("error") or r.get("description", "") + pressure_note(r)))
             table.display = True

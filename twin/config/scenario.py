@@ -15,7 +15,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from twin.config.distributions import Component, Distribution, Fixed, Mixture
 from twin.config import limits
-from twin.config.hardware import DeviceProfile, HostProfile, LinkProfile, Strict
+from twin.config.hardware import DeviceProfile, Dtype, HostProfile, LinkProfile, Strict
 from twin.config.model import ModelArch
 from twin.config.registry import resolve_model, resolve_profile
 from twin.errors import InputError
@@ -112,7 +112,20 @@ class RolloutPlacement(Strict):
 
     gpus: int | None = Field(default=None, ge=1,
                              description="GPUs for rollout; colocated: all GPUs; otherwise half.")
-    tp: Count = Field(default=1, description="Tensor-parallel size of one engine.")
+    tp: Count = Field(default=1, description="Tensor-parallel size of one engine: within a node, or whole "
+                      "nodes (a multiple of cluster.gpus_per_node), whose all-reduces then cross the inter-node link.")
+    pp: Count = Field(default=1, description="Pipeline stages of one engine (vLLM pipeline_parallel_size): an "
+                      "engine is tp × pp GPUs, each stage 1/pp of the layers, pp micro-batches in flight.")
+    expert_parallel: bool = Field(
+        default=False, description="MoE models: the experts of each MoE layer are spread over the engine's tp "
+        "GPUs (vLLM --enable-expert-parallel, SGLang --ep-size = tp) instead of each being tensor-split. With "
+        "tensor-parallel attention every GPU sees every token and the same all-reduce sums the experts' "
+        "outputs (the cost of tp); with dp_attention each MoE layer dispatches and combines by all-to-all.")
+    dp_attention: bool = Field(
+        default=False, description="With expert_parallel: attention runs data-parallel over the engine's tp "
+        "GPUs (SGLang --enable-dp-attention, vLLM data-parallel attention with expert parallelism), each GPU "
+        "holding whole attention weights and its own sequences' KV cache: no attention all-reduce, and an MLA "
+        "latent is no longer replicated tp times ('wide EP').")
     engine: Literal["continuous", "static", "hf_generate"] = Field(
         default="continuous",
         description="continuous: vLLM/SGLang continuous batching; static: a static padded batch on fused "
@@ -128,6 +141,15 @@ class RolloutPlacement(Strict):
         description="Fraction of GPU memory the engine may take for weights + KV cache (vLLM 0.9).",
     )
     block_size: Count = Field(default=16, description="KV-cache block size in tokens (vLLM 16).")
+    dtype: Dtype | None = Field(
+        default=None,
+        description="Precision of the engines' weights and GEMMs (vLLM quantization=fp8: fp8). fp8 halves "
+        "the weight bytes a step reads and runs GEMMs at the GPU profile's fp8 peak; weight sync then "
+        "quantises (weight_sync.quantise_on). Default: the model's dtype.")
+    kv_dtype: Dtype | None = Field(
+        default=None,
+        description="Precision of the KV cache (vLLM kv_cache_dtype). Default: the model's dtype, "
+        "whatever the weights' (vLLM's auto).")
     router: Literal["round_robin", "least_loaded"] = Field(
         default="least_loaded", description="How new requests pick an engine.")
     scheduling: Literal["overlapped", "synchronous"] = Field(
@@ -142,6 +164,17 @@ class RolloutPlacement(Strict):
     def _sizes(self) -> RolloutPlacement:
         limits.check_rollout(self)
         return self
+
+    @model_validator(mode="after")
+    def _dp_attention_needs_ep(self) -> RolloutPlacement:
+        if self.dp_attention and not self.expert_parallel:
+            raise ValueError("dp_attention runs with expert_parallel: set expert_parallel: true")
+        return self
+
+    @property
+    def engine_gpus(self) -> int:
+        """GPUs of one engine: tp × pp."""
+        return self.tp * self.pp
 
     @model_validator(mode="after")
     def _budget_holds_a_decode_batch(self) -> RolloutPlacement:
@@ -162,10 +195,30 @@ class TrainerPlacement(Strict):
         default=1, description="Ulysses sequence parallelism (verl ulysses_sequence_parallel_size): each "
         "sequence's tokens split over sp GPUs, attention heads exchanged by all-to-all; data parallel "
         "groups = GPUs / (tp × pp × sp), sharded state spread over all GPUs / (tp × pp).")
+    cp: Count = Field(
+        default=1, description="Context parallelism (Megatron ring attention): each sequence's tokens split over "
+        "cp GPUs, keys and values passed round the ring in every attention layer; data parallel groups = "
+        "GPUs / (tp × pp × cp). micro_batch_tokens stays per GPU.")
+    ep: Count = Field(
+        default=1, description="Megatron expert parallelism (MoE models): each MoE layer's routed experts split "
+        "over ep GPUs, tokens dispatched and combined by all-to-all. Megatron's MoE parallel folding: the ep "
+        "GPUs are drawn from one pipeline stage's tp × cp × dp GPUs (ep divides GPUs / pp), experts are not "
+        "tensor-split (expert_tensor_parallel_size 1) and their state is sharded over the "
+        "GPUs / (pp × ep) expert-data-parallel ranks.")
+    expert_load_imbalance: float = Field(
+        default=1.2, ge=1.0, le=8.0,
+        description="Busiest EP rank's routed tokens over the mean, in every MoE layer: the rank that sets the "
+        "pace. 1.2: the batch-level maximal violation of about 0.2 that Wang et al. 2024 (arXiv 2408.15664, "
+        "auxiliary-loss-free balancing, the router of DeepSeek-V3) plot during training.")
     zero_stage: Literal[0, 1, 2, 3] = Field(
         default=3, description="0: DDP; 1: shard optimizer; 2: + grads; 3: + params (FSDP)."
     )
     recompute: bool = Field(default=True, description="Activation checkpointing (verl's default).")
+    dtype: Dtype | None = Field(
+        default=None,
+        description="Precision of the trainer's GEMMs (fp8: TransformerEngine fp8 recipes, at the GPU "
+        "profile's fp8 peak). Weights, gradients and optimizer state keep theirs. Default: the model's "
+        "dtype.")
     offload_optimizer: bool = Field(
         default=False, description="Colocated: optimizer state waits on the host while the engine "
         "generates (verl optimizer_offload; NeMo-RL offloads before refit).")
@@ -385,15 +438,50 @@ class Workload(Strict):
 
 # --------------------------------------------------------------------------- weight sync
 class WeightSync(Strict):
-    """How new weights reach the rollout engines after an optimizer step."""
+    """How new weights reach the rollout engines after an optimizer step (twin/cost/weight_sync.py;
+    docs/cost-models.md, weight sync)."""
 
-    method: Literal["auto", "reshard", "nccl_broadcast", "nccl_reshard", "checkpoint"] = Field(
+    method: Literal["auto", "reshard", "nccl_broadcast", "nccl_reshard", "checkpoint", "checkpoint_engine",
+                    "nixl"] = Field(
         default="auto",
         description="auto: reshard when colocated, nccl_broadcast otherwise; nccl_reshard is "
-        "NeMo-RL's shard-to-shard refit between separate pools.",
+        "NeMo-RL's shard-to-shard refit between separate pools; checkpoint_engine: buckets broadcast "
+        "to every rollout node's host memory, each GPU copies its part in (H2D), stages pipelined; "
+        "nixl: each rollout GPU pulls its shard from the trainer GPUs by RDMA (NIXL/UCX), double-"
+        "buffered so the wire overlaps loading.",
     )
-    bucket_bytes: float = Field(default=512 * 2**20, gt=0,
-                                description="Bucket size for gathering and sending (verl 512 MiB).")
+    bucket_bytes: float = Field(
+        default=512 * 2**20, ge=0,
+        description="Bucket size for gathering and sending (verl 512 MiB): each bucket costs one call "
+        "(call_overhead_s) and the pipelined methods fill and drain one bucket. 0: no bucketing, one "
+        "call per tensor (naive per-parameter loops).")
+    call_overhead_s: float | None = Field(
+        default=None, ge=0, le=10,
+        description="Software cost of one sync call (an RPC to the engines, a load_weights call and a "
+        "collective launch): paid per bucket, or per tensor when bucket_bytes is 0 (default fitted on "
+        "SkyRL #161).")
+    tensor_overhead_s: float | None = Field(
+        default=None, ge=0, le=1,
+        description="Receiver-side cost of loading one tensor (name mapping, slicing, copy launch), per "
+        "rollout GPU and tensor it loads (default fitted on NeMo-RL's DeepSeek-V3 NIXL refit).")
+    expert_transfer: Literal["local", "full"] = Field(
+        default="local",
+        description="checkpoint_engine, nixl: local sends each rollout GPU only its slice of the routed "
+        "experts (NeMo-RL shard_expert_weights); full sends every GPU all experts and its loader keeps "
+        "its slice.")
+    delta: bool = Field(
+        default=False,
+        description="Send only the weights changed since the last sync, with their indices (delta / "
+        "sparse sync): the sender compares against a baseline, the receiver applies in place.")
+    delta_density: float = Field(
+        default=0.03, gt=0, le=1,
+        description="delta: fraction of the weights that changed (slime's ~3%; HF's delta-sync blog "
+        "~1% of bf16 weights).")
+    quantise_on: Literal["sender", "receiver"] = Field(
+        default="sender",
+        description="When placement.rollout.dtype differs from the model's: sender quantises before "
+        "sending (rollout-dtype bytes on the wire); receiver quantises while loading (NeMo-RL's FP8 "
+        "vLLM load path; model-dtype bytes on the wire).")
     gather_convert_bytes_per_s: float | None = Field(
         default=None, gt=0,
         description="Sender-side gather/convert/bucketing throughput (default fitted on verl's 72B).",
@@ -465,10 +553,12 @@ class Scenario(Strict):
         """The pools must fit the cluster and split into whole engines and trainer ranks."""
         placement_pools(self)
         p = self.placement
-        if p.rollout.tp > self.cluster.gpus_per_node:
-            raise InputError("an engine's tensor parallelism must stay inside one node",
+        g = self.cluster.gpus_per_node
+        if p.rollout.tp > g and p.rollout.tp % g:
+            raise InputError("an engine's tensor parallelism stays inside one node or spans whole nodes",
                              field="placement.rollout.tp", value=p.rollout.tp,
-                             allowed=f"1..{self.cluster.gpus_per_node}")
+                             allowed=f"1..{g}, or a multiple of cluster.gpus_per_node ({g})")
+        check_moe_layout(self)
         if p.trainer.sp > 1 and self.model.num_heads % (p.trainer.tp * p.trainer.sp):
             raise InputError("Ulysses sequence parallelism splits attention heads: tp × sp must divide them",
                              field="placement.trainer.sp", value=p.trainer.sp,
@@ -486,6 +576,11 @@ class Scenario(Strict):
             raise InputError(f"a {self.reward.kind} reward needs GPUs",
                              field="placement.reward_model_gpus", value=0,
                              allowed=f">= reward.tp ({self.reward.tp})")
+        method = self.weight_sync.method
+        if mode(p.mode).shares_gpus and method in ("nccl_broadcast", "nccl_reshard", "checkpoint_engine", "nixl"):
+            raise InputError(f"weight sync method {method} moves weights from the trainer's GPUs to separate "
+                             f"rollout GPUs; mode {p.mode} runs both on the same GPUs", field="weight_sync.method",
+                             value=method, allowed=f"auto, reshard or checkpoint with mode {p.mode}")
         return self
 
     @model_validator(mode="after")
@@ -541,11 +636,52 @@ def placement_pools(scenario: Scenario) -> tuple[int, int]:
         raise InputError("rollout GPUs must split into whole engines of tp GPUs",
                          field="placement.rollout.gpus", value=rollout,
                          allowed=f"a multiple of placement.rollout.tp={p.rollout.tp}")
-    split = p.trainer.tp * p.trainer.pp * p.trainer.sp
+    if rollout % p.rollout.engine_gpus:
+        raise InputError("rollout GPUs must split into whole engines of tp × pp GPUs",
+                         field="placement.rollout.gpus", value=rollout,
+                         allowed=f"a multiple of placement.rollout.tp × pp = {p.rollout.engine_gpus}")
+    split = p.trainer.tp * p.trainer.pp * p.trainer.sp * p.trainer.cp
     if trainer % split:
-        raise InputError("trainer GPUs must be a multiple of tp × pp × sp",
+        raise InputError("trainer GPUs must be a multiple of tp × pp × sp × cp",
                          field="placement.trainer.gpus", value=trainer, allowed=f"a multiple of {split}")
     return rollout, trainer
+
+
+def check_moe_layout(scenario: Scenario) -> None:
+    """Expert and context parallelism as Megatron (trainer) and vLLM/SGLang (engines) accept them.
+
+    Trainer: ep needs a MoE model whose routed experts it divides, and must divide one pipeline
+    stage's GPUs (MoE parallel folding regroups a stage's tp × cp × dp GPUs into ep × expert-dp;
+    Megatron before folding required ep to divide dp × cp, which NeMo-RL's Qwen3-235B layout
+    [TP2, CP2, EP16, PP8] on 128 GPUs breaks). cp and Ulysses sp are alternatives: one of them.
+    Engines: expert parallelism spreads the experts over the engine's tp GPUs, which must divide them.
+    """
+    p, arch = scenario.placement, scenario.model
+    t, r = p.trainer, p.rollout
+    if t.ep > 1:
+        if arch.moe is None:
+            raise InputError("expert parallelism needs a mixture-of-experts model", field="placement.trainer.ep",
+                             value=t.ep, allowed=f"1 for {arch.name} (no experts)")
+        if arch.moe.num_experts % t.ep:
+            raise InputError("ep must divide the routed experts", field="placement.trainer.ep", value=t.ep,
+                             allowed=f"a divisor of {arch.name}'s {arch.moe.num_experts} experts")
+        _, trainer = placement_pools(scenario)
+        stage = trainer // t.pp
+        if stage % t.ep:
+            raise InputError("ep must divide the GPUs of one pipeline stage (trainer GPUs / pp: Megatron's MoE "
+                             "parallel folding draws the ep ranks from them)", field="placement.trainer.ep",
+                             value=t.ep, allowed=f"a divisor of {trainer} / {t.pp} = {stage}")
+    if t.cp > 1 and t.sp > 1:
+        raise InputError("context parallelism (ring) and Ulysses sequence parallelism split the same tokens: "
+                         "use one", field="placement.trainer.cp", value=t.cp, allowed="1 when sp > 1")
+    if r.expert_parallel:
+        if arch.moe is None:
+            raise InputError("expert parallelism needs a mixture-of-experts model",
+                             field="placement.rollout.expert_parallel", value=True, allowed="false")
+        if arch.moe.num_experts % r.tp:
+            raise InputError("an expert-parallel engine spreads the experts over its tp GPUs: tp must divide them",
+                             field="placement.rollout.tp", value=r.tp,
+                             allowed=f"a divisor of {arch.name}'s {arch.moe.num_experts} experts")
 
 
 def _surely_up_to(dist: Distribution) -> float:

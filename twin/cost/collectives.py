@@ -189,6 +189,36 @@ class Topology:
         fixed, per_byte = self.collective_cost(op, gpus)
         return fixed + per_byte * nbytes
 
+    def all_to_all_time(self, nbytes: float, gpus: Sequence[int]) -> float:
+        """Seconds for an all-to-all in which every rank of ``gpus`` sends ``nbytes`` in all,
+        an equal share to each rank (itself included: MoE dispatch and combine).
+
+        Unlike the ring collectives, an all-to-all has no ring whose node crossing NCCL can
+        spread over every rail: each rank sends its off-node shares through its own NIC (its
+        share of its node's egress), its on-node shares through its intra-node port, both at
+        once. It lasts as long as the slower of the two, plus one launch and the longest hop
+        (the sends go out concurrently).
+        """
+        n = len(gpus)
+        if n <= 1 or nbytes <= 0:
+            return 0.0
+        by_node = self._by_node(list(gpus))
+        share = nbytes / n
+        slowest = 0.0
+        for members in by_node:
+            local = share * (len(members) - 1)
+            remote = share * (n - len(members))
+            t_local = local / self.path_bandwidth(members[0], members[1]) if len(members) > 1 else 0.0
+            t_remote = remote / (self.node_egress(members) / len(members)) if remote > 0 else 0.0
+            slowest = max(slowest, t_local, t_remote)
+        return NCCL_BASE_LATENCY_S + self.hop_latency(list(gpus)) + slowest
+
+    def p2p_time(self, nbytes: float, a: int, b: int) -> float:
+        """Seconds to send ``nbytes`` from GPU ``a`` to GPU ``b`` (a pipeline or ring hop)."""
+        if nbytes <= 0 or a == b:
+            return 0.0
+        return NCCL_BASE_LATENCY_S + self.path_latency(a, b) + nbytes / self.path_bandwidth(a, b)
+
     @staticmethod
     def of(cluster: Cluster) -> "Topology":
         """The topology of ``cluster``, built once per cluster object."""

@@ -39,7 +39,8 @@ import numpy as np
 from twin.plan import Plan
 from twin.cost import transformer
 from twin.cost.collectives import Topology
-from twin.cost.memory import kv_shards, max_sequence_tokens, rollout_memory
+from twin.config.hardware import DTYPE_BYTES
+from twin.cost.memory import engine_kv_shards, kv_bytes_per_token, max_sequence_tokens, rollout_memory
 from twin.cost.roofline import elementwise_op_time, memory_rate
 
 
@@ -110,22 +111,30 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
     tp, dtype = r.tp, arch.dtype
     n = np.arange(r.max_num_batched_tokens + 1, dtype=np.float64)
     logit_tokens = np.minimum(n, r.max_num_seqs)  # sampling needs logits only per sequence
-    peak = gpu.compute.peak(dtype)
+    peak = gpu.compute.peak(dtype)  # attention runs on the KV cache's activations, in the model's dtype
+    # placement.rollout.dtype (fp8 weights): GEMMs at the profile's peak for it, under the same
+    # efficiency curves (h100-sxm notes fp8 reaches 0.709 of its peak at large size against
+    # bf16's 0.803; one curve serves all dtypes), and the weights a step reads shrink with it.
+    gemm_peak = gpu.compute.peak(plan.rollout_dtype)
+    weight_scale = DTYPE_BYTES[plan.rollout_dtype] / arch.bytes_per_param
     c = gpu.compute
-    per_call = 2.0 * transformer.body_params(arch) * np.maximum(n, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp
-    body_eff = c.gemm_eff_array(per_call, n)
-    head_eff = c.gemm_eff_array(2.0 * transformer.head_params(arch) * np.maximum(logit_tokens, 1.0) / tp, logit_tokens)
-    linear_s = np.where(n > 0, (2.0 * transformer.body_params(arch) * n / body_eff
-                                + 2.0 * transformer.head_params(arch) * logit_tokens / head_eff) / (tp * peak), 0.0)
-    weight_bytes = np.array([transformer.weight_bytes_read(arch, k) for k in n]) / tp
+    if r.pp > 1 or r.dp_attention:
+        linear_s, weight_bytes, comm_s = _layout_terms(plan, n, logit_tokens)
+    else:
+        per_call = 2.0 * transformer.body_params(arch) * np.maximum(n, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp
+        body_eff = c.gemm_eff_array(per_call, n)
+        head_eff = c.gemm_eff_array(2.0 * transformer.head_params(arch) * np.maximum(logit_tokens, 1.0) / tp, logit_tokens)
+        linear_s = np.where(n > 0, (2.0 * transformer.body_params(arch) * n / body_eff
+                                    + 2.0 * transformer.head_params(arch) * logit_tokens / head_eff) / (tp * gemm_peak), 0.0)
+        weight_bytes = transformer.weight_bytes_read(arch, n) * weight_scale / tp
+        comm_s = np.zeros_like(n)
+        if tp > 1:  # an engine across nodes: the group's ring crosses the inter-node link (Topology)
+            topo = Topology.of(plan.cluster)
+            fixed, per_byte = topo.collective_cost("all_reduce", topo.gpus(0, tp))
+            # Megatron-style TP: two all-reduces of the hidden states per layer.
+            hidden_bytes = n * arch.hidden_size * arch.bytes_per_param
+            comm_s = np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * hidden_bytes), 0.0)
     weights_s = weight_bytes / memory_rate(gpu, float(weight_bytes[-1]))
-    comm_s = np.zeros_like(n)
-    if tp > 1:
-        topo = Topology.of(plan.cluster)
-        fixed, per_byte = topo.collective_cost("all_reduce", topo.gpus(0, tp))
-        # Megatron-style TP: two all-reduces of the hidden states per layer.
-        hidden_bytes = n * arch.hidden_size * arch.bytes_per_param
-        comm_s = np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * hidden_bytes), 0.0)
     # element-wise bytes are linear in (tokens, sequences): a·n + b·rows; kernels are fixed.
     # Without class curves in the profile the work is priced as one average kernel (as
     # roofline.elementwise_time); with them, per class (as roofline.elementwise_time_by_class).
@@ -141,7 +150,7 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
     for cls, (a, ops, row) in classes.items():
         if ops <= 0:
             continue
-        per_op = (a * n + row * logit_tokens) / tp / ops  # roofline.elementwise_op_time, vectorised
+        per_op = (a * n + row * logit_tokens) / (tp * r.pp) / ops  # roofline.elementwise_op_time, vectorised
         curve = mem.elementwise_class_curve(cls)
         t_op = per_op / (mem.bandwidth_bytes_per_s * np.maximum(curve.at_array(per_op), 1e-9))
         t_op = np.maximum(t_op, elementwise_op_time(0.0, gpu, cls))  # the per-call floor
@@ -151,9 +160,9 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
     attn_best = attn_curve.best
     if gpu.compute.attention_efficiency_by_head_dim is not None:
         attn_best *= gpu.compute.attention_efficiency_by_head_dim.at(transformer.attention_head_dim(arch))
-    attn_s_per_pair = arch.attention_flops_per_token_pair / tp / (peak * attn_best)
-    shards = kv_shards(arch, tp)
-    kv_bytes_per_gpu_token = arch.kv_bytes_per_token / shards
+    attn_s_per_pair = arch.attention_flops_per_token_pair / (tp * r.pp) / (peak * attn_best)
+    shards = engine_kv_shards(arch, r)
+    kv_bytes_per_gpu_token = kv_bytes_per_token(plan) / shards
     kv_s_per_token = kv_bytes_per_gpu_token / memory_rate(gpu, float(weight_bytes[-1]))
     kv_bytes = rollout_memory(plan).items["KV cache"]
     overhead = gpu.overhead.per_iteration_s if r.scheduling == "overlapped" else gpu.overhead.synchronous_step_s
@@ -171,3 +180,75 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
         max_model_len=max_sequence_tokens(plan),
         elementwise_s=elementwise_s,
     )
+
+
+def _layout_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(linear_s, weight bytes read per GPU, comm_s) of an engine with pipeline stages or
+    data-parallel attention, for iterations of ``n`` tokens.
+
+    Pipeline: pp micro-batches of n/pp tokens are in flight (vLLM's virtual engines), so an
+    iteration is the pipeline's cycle: each GPU runs its 1/pp of the layers for every
+    micro-batch, reading its stage's weights once per micro-batch, and hands each micro-batch's
+    hidden states to the next stage (a point-to-point send, across nodes where the stages are).
+    A sequence's token still takes the whole cycle, which is what the queue's iteration is.
+
+    Data-parallel attention with expert parallelism (wide EP, as SGLang runs it): each of the
+    tp GPUs runs the attention of its own n/tp tokens with whole attention weights (no
+    all-reduce); every MoE layer dispatches its tokens' top-k rows to the experts' GPUs and
+    combines them back (two all-to-alls over the engine's GPUs per MoE layer and micro-batch),
+    expert GEMMs at the grouped-GEMM efficiency of one expert's rows; dense FFN layers, shared
+    experts and the vocabulary stay tensor-split over all the tokens (a dense layer gathers and
+    scatters them: one all-reduce's traffic).
+    """
+    arch, gpu, r = plan.model, plan.gpu, plan.placement.rollout
+    c, peak = gpu.compute, gpu.compute.peak(plan.rollout_dtype)  # GEMMs at the weights' dtype (engine_costs)
+    scale = DTYPE_BYTES[plan.rollout_dtype] / arch.bytes_per_param  # weight bytes at that dtype
+    tp, pp = r.tp, r.pp
+    b, h = arch.bytes_per_param, arch.hidden_size
+    micro = n / pp  # tokens of one micro-batch
+    body, head = transformer.body_params(arch), transformer.head_params(arch)
+    topo = Topology.of(plan.cluster)
+    comm = np.zeros_like(n)
+    if r.dp_attention:
+        m = arch.moe
+        attention = arch.num_layers * arch.attention_params
+        routed = arch.moe_layers * m.experts_per_token * arch.expert_params
+        other = body - attention - routed  # dense FFNs, shared experts, routers: TP-split over all tokens
+        own = np.maximum(micro / tp, 1.0)  # a GPU's own tokens of a micro-batch
+        attn_eff = c.gemm_eff_array(2.0 * attention * own / (2 * arch.num_layers), own)  # QKV and output
+        rows = np.maximum(micro, 1.0)
+        other_eff = c.gemm_eff_array(2.0 * other * rows / (2 * arch.num_layers) / tp, rows)
+        expert_rows = np.maximum(micro * m.experts_per_token / m.num_experts, 1.0)
+        expert_eff = c.gemm_eff_array(2.0 * expert_rows * h * m.expert_intermediate_size, expert_rows)
+        head_rows = np.maximum(logit_tokens / pp, 1.0)
+        head_eff = c.gemm_eff_array(2.0 * head * head_rows / tp, head_rows)
+        flops_s = (2.0 * attention * n / attn_eff + 2.0 * other * n / np.maximum(other_eff, 1e-9)
+                   + 2.0 * routed * n / expert_eff + 2.0 * head * logit_tokens / head_eff) / (tp * pp * peak)
+        attention_bytes = attention * b * scale
+        read = transformer.weight_bytes_read(arch, micro) * scale
+        weight_bytes = attention_bytes + (read - attention_bytes) / tp  # whole attention; a share of the rest
+        group = topo.gpus(0, tp)
+        slope = topo.all_to_all_time(2.0, group) - topo.all_to_all_time(1.0, group)  # linear in bytes
+        fixed = topo.all_to_all_time(1.0, group) - slope
+        sent = micro / tp * m.experts_per_token * h * b
+        comm = comm + np.where(n > 0, arch.moe_layers * 2 * (fixed + slope * sent), 0.0)
+        if arch.dense_layers:  # a dense FFN layer gathers the tokens and scatters its output back
+            ar_fixed, ar_byte = topo.collective_cost("all_reduce", group)
+            comm = comm + np.where(n > 0, arch.dense_layers * (ar_fixed + ar_byte * micro * h * b), 0.0)
+    else:
+        rows = np.maximum(micro, 1.0)
+        body_eff = c.gemm_eff_array(2.0 * body * rows / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp, rows)
+        head_rows = np.maximum(logit_tokens / pp, 1.0)
+        head_eff = c.gemm_eff_array(2.0 * head * head_rows / tp, head_rows)
+        flops_s = (2.0 * body * n / body_eff + 2.0 * head * logit_tokens / head_eff) / (tp * pp * peak)
+        weight_bytes = transformer.weight_bytes_read(arch, micro) * scale / tp
+        if tp > 1:
+            fixed, per_byte = topo.collective_cost("all_reduce", topo.gpus(0, tp))
+            comm = comm + np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * micro * h * b), 0.0)
+    if pp > 1:  # each micro-batch crosses pp - 1 stage boundaries; a GPU sends once per micro-batch
+        slope = topo.p2p_time(2.0, 0, tp) - topo.p2p_time(1.0, 0, tp)  # stage 0's GPU to stage 1's
+        fixed = topo.p2p_time(1.0, 0, tp) - slope
+        sent = micro * h * b / (tp if r.dp_attention else 1)
+        comm = comm + np.where(n > 0, pp * (fixed + slope * sent), 0.0)
+    linear_s = np.where(n > 0, flops_s, 0.0)
+    return linear_s, weight_bytes, comm

@@ -23,7 +23,9 @@ With pipeline parallelism each DP rank is a pipeline of ``pp`` stages, each hold
 the layers; a pass of m micro-batches takes m + pp − 1 stage slots (fill and drain, once per
 pass: the update's mini-batches each end in an optimizer step, which flushes the pipeline).
 Tensor parallelism adds two all-reduces per layer and direction, Ulysses sequence
-parallelism its all-to-alls; neither overlaps with compute.
+parallelism its all-to-alls; neither overlaps with compute. Expert parallelism (the
+dispatch/combine all-to-alls, the busiest rank's expert GEMMs) and context parallelism
+(ring attention's K/V exchange) are priced in :mod:`twin.cost.moe`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.plan import Plan
-from twin.cost import transformer
+from twin.cost import moe, transformer
 from twin.config.limits import reach
 from twin.cost.collectives import Topology
 from twin.engine.balance import balance
@@ -52,8 +54,9 @@ def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
     split = t.tp * t.pp
     micro = max(1.0, float(np.ceil(tokens / t.micro_batch_tokens)))
     rows = min(float(t.micro_batch_tokens), tokens)  # GEMM rows of one micro-batch
-    gemm = factor * 2.0 * (transformer.body_params(arch) + transformer.head_params(arch)) * tokens / split
-    per_call = transformer.gemm_flops_per_call(arch, rows) / t.tp
+    dense = transformer.body_params(arch) - moe.routed_active_params(arch)  # routed experts: moe.py
+    gemm = factor * 2.0 * (dense + transformer.head_params(arch)) * tokens / split
+    per_call = 2.0 * dense * max(rows, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / t.tp
     attn_call = arch.attention_flops_per_token_pair / arch.num_layers * pairs / micro / t.tp
     d_head = transformer.attention_head_dim(arch)
     forwards = 1.0 if kind == "score" else (2.0 if recompute else 1.0)
@@ -64,7 +67,9 @@ def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
     work = transformer.elementwise_work_by_class(arch, tokens, kind, kernels=kernels, recompute=recompute)
     # a stage launches its layers' kernels (1/pp of them) once per micro-batch, each TP-split
     elementwise = elementwise_time_by_class(work, gpu, kernel_factor=micro / t.pp, byte_divisor=split)
-    busy = compute_time(gemm, gpu, arch.dtype, per_call, rows) + attention + elementwise
+    # placement.trainer.dtype: fp8 GEMMs (TransformerEngine) at the profile's fp8 peak; attention stays
+    busy = (compute_time(gemm, gpu, plan.trainer_dtype, per_call, rows) + moe.expert_gemm_time(plan, tokens, kind)
+            + attention + elementwise)
     return busy * pipeline_factor(micro, t.pp)
 
 
@@ -95,7 +100,8 @@ def _rank_times(plan: Plan, topo: Topology, tokens: np.ndarray, pairs: np.ndarra
         key = (n, p, kind)
         if key not in memo:
             memo[key] = (rank_compute_time(plan, n, p, kind, t.kernels) + ulysses_time(plan, topo, n, kind)
-                         + tensor_parallel_time(plan, topo, n, kind))
+                         + tensor_parallel_time(plan, topo, n, kind) + moe.ep_all_to_all_time(plan, topo, n, kind)
+                         + moe.cp_ring_time(plan, topo, n, p, kind))
         out[i] = memo[key]
     return out
 
@@ -106,27 +112,42 @@ def _pass_time(plan: Plan, seqs: np.ndarray, flop_factor: float, gathers: int,
     forward, 3 or 4 (recompute) for forward + backward."""
     if len(seqs) == 0:
         return 0.0
-    arch, t = plan.model, plan.placement.trainer
+    t = plan.placement.trainer
     # With fewer sequences than ranks, longest-first placement puts one on each of the first
     # ranks (the least loaded, ties to the lowest) and leaves the rest idle: balancing over as
     # many ranks as sequences gives the same loads, at a cost independent of the rank count.
     idle = len(seqs) < plan.trainer_dp
     tokens, pairs = balance(seqs, min(plan.trainer_dp, len(seqs)))
-    tokens, pairs = tokens / t.sp, pairs / t.sp  # per GPU: a group's tokens, and its heads, split sp ways
-    split = t.tp * t.pp
+    # per GPU: a group's tokens, and its heads (Ulysses) or its causal chunks (ring), split sp·cp ways
+    tokens, pairs = tokens / (t.sp * t.cp), pairs / (t.sp * t.cp)
     kind = "score" if flop_factor == 1.0 else "train"
     topo = Topology.of(plan.cluster)
     compute = _rank_times(plan, topo, tokens, pairs, kind, memo, priced_ranks)
     shards = plan.trainer_shards
     if t.zero_stage < 3 or shards == 1:
         return float(compute.max())
-    group = topo.gpus(0, shards)
-    shard_bytes = arch.weight_bytes / split
-    per_micro = (gathers * topo.collective_time("all_gather", shard_bytes, group)
-                 + reduce_scatters * topo.collective_time("reduce_scatter", shard_bytes, group))
+    per_micro = 0.0
+    for nbytes, group in zero3_groups(plan, topo):
+        per_micro += (gathers * topo.collective_time("all_gather", nbytes, group)
+                      + reduce_scatters * topo.collective_time("reduce_scatter", nbytes, group))
     micro = np.maximum(1.0, np.ceil(tokens / t.micro_batch_tokens))
     slowest = float(np.maximum(compute, micro * per_micro).max())
     return max(slowest, per_micro) if idle else slowest  # an idle rank still joins one micro-batch's collectives
+
+
+def zero3_groups(plan: Plan, topo: Topology) -> list[tuple[float, range]]:
+    """(bytes of one GPU's model slice, the GPUs sharding it) for each part ZeRO-3 gathers and
+    reduce-scatters: the whole tp × pp slice over ``trainer_shards`` GPUs; with EP, the dense
+    part so and the routed experts' 1/(ep·pp) over the expert-data-parallel ranks."""
+    arch, t = plan.model, plan.placement.trainer
+    split = t.tp * t.pp
+    if t.ep == 1:
+        return [(arch.weight_bytes / split, topo.gpus(0, plan.trainer_shards))]
+    experts = moe.routed_params(arch) * arch.bytes_per_param
+    out = [((arch.weight_bytes - experts) / split, topo.gpus(0, plan.trainer_shards))]
+    if plan.trainer_expert_dp > 1:  # expert ranks ordered ep innermost (etp 1): expert-dp ranks ep apart
+        out.append((experts / (t.ep * t.pp), range(0, t.ep * plan.trainer_expert_dp, t.ep)))
+    return out
 
 
 def ulysses_time(plan: Plan, topo: Topology, tokens: float, kind: str) -> float:
@@ -215,5 +236,8 @@ def optimizer_time(plan: Plan) -> float:
     """Adam step on one GPU's shard: read and write fp32 master, m, v and read the grads
     (memory-bound: 4·3·2 + 2 = 26 bytes per parameter)."""
     t = plan.placement.trainer
-    shard = plan.model.total_params / (t.tp * t.pp * (plan.trainer_shards if t.zero_stage >= 1 else 1))
+    zero = t.zero_stage >= 1
+    experts = moe.routed_params(plan.model) if t.ep > 1 else 0.0  # with EP: sharded over ep, then expert-dp
+    shard = (plan.model.total_params - experts) / (t.tp * t.pp * (plan.trainer_shards if zero else 1))
+    shard += experts / (t.ep * t.pp * (plan.trainer_expert_dp if zero else 1))
     return memory_time(26 * shard, plan.gpu)

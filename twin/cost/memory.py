@@ -8,6 +8,8 @@ Activations follow Korthikanti et al. (2022): about 34·h bytes per token per la
 with flash attention and sequence parallelism (divided by tp); with full recomputation only
 each layer's 2·h-byte input is kept, plus one layer recomputed at a time. Logits cost
 4 bytes per vocabulary entry per token twice (fp32 logits and their gradient).
+With expert parallelism the routed experts are split by ep·pp and ZeRO-sharded over the
+expert-data-parallel ranks, the rest by tp·pp and over dp·cp·sp (Megatron's MoE folding).
 The inference engine follows vLLM: it may take ``gpu_memory_utilization`` of the device for
 weights, activations and KV cache; what is left after weights and activations is KV cache.
 """
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from twin.config.hardware import DTYPE_BYTES
 from twin.config.model import ModelArch
 from twin.plan import Plan
 from twin.errors import InputError
@@ -51,15 +54,20 @@ class RoleMemory:
 def trainer_state_bytes(arch: ModelArch, plan: Plan) -> dict[str, float]:
     """Weights, grads and optimizer state per trainer GPU (resident between steps)."""
     t = plan.placement.trainer
-    psi = arch.total_params / (t.tp * t.pp)
-    dp = plan.trainer_shards
-    shard = lambda stage: dp if t.zero_stage >= stage else 1  # noqa: E731
-    items = {
-        "weights (16-bit)": 2 * psi / shard(3),
-        "gradients (16-bit)": 2 * psi / shard(2),
-        "optimizer (fp32 master, m, v)": 12 * psi / shard(1),
+    experts = arch.moe_layers * arch.moe.num_experts * arch.expert_params if arch.moe and t.ep > 1 else 0.0
+    dense = (arch.total_params - experts) / (t.tp * t.pp)  # the rest: split by tp·pp, ZeRO over dp·cp·sp
+    routed = experts / (t.ep * t.pp)  # EP: routed experts split by ep·pp, ZeRO over expert-dp
+    dp, edp = plan.trainer_shards, plan.trainer_expert_dp
+
+    def sharded(stage: int) -> float:
+        on = t.zero_stage >= stage
+        return dense / (dp if on else 1) + routed / (edp if on else 1)
+
+    return {
+        "weights (16-bit)": 2 * sharded(3),
+        "gradients (16-bit)": 2 * sharded(2),
+        "optimizer (fp32 master, m, v)": 12 * sharded(1),
     }
-    return items
 
 
 def offloaded_state_bytes(arch: ModelArch, plan: Plan) -> float:
@@ -112,6 +120,31 @@ def kv_shards(arch: ModelArch, tp: int) -> int:
     return 1 if arch.mla else min(tp, arch.num_kv_heads)
 
 
+def kv_bytes_per_token(plan: Plan) -> float:
+    """KV-cache bytes one token occupies in the engines, at placement.rollout.kv_dtype."""
+    arch = plan.model
+    return arch.kv_bytes_per_token * DTYPE_BYTES[plan.kv_dtype] / arch.bytes_per_param
+
+
+def engine_kv_shards(arch: ModelArch, rollout) -> int:
+    """How many ways an engine's KV cache is divided over its GPUs: pipeline stages each hold
+    their layers'; data-parallel attention gives each of the tp GPUs its own sequences (whole
+    heads, an MLA latent held once); otherwise heads split over tp (:func:`kv_shards`)."""
+    within = rollout.tp if rollout.dp_attention else kv_shards(arch, rollout.tp)
+    return within * rollout.pp
+
+
+def engine_weight_bytes(arch: ModelArch, rollout) -> float:
+    """Weight bytes per engine GPU at the model's dtype: 1/pp of the layers, each tensor-split
+    (or, with expert parallelism, its experts spread) over tp; with data-parallel attention the
+    attention projections are whole on every GPU (the rest stays split: experts by EP, dense
+    FFNs and the vocabulary by TP, as SGLang runs DP attention)."""
+    if not rollout.dp_attention:
+        return arch.weight_bytes / (rollout.tp * rollout.pp)
+    attention = arch.num_layers * arch.attention_params * arch.bytes_per_param
+    return (attention + (arch.weight_bytes - attention) / rollout.tp) / rollout.pp
+
+
 def rollout_memory(plan: Plan) -> RoleMemory:
     arch, cap = plan.model, plan.gpu.memory.capacity_bytes
     r = plan.placement.rollout
@@ -123,13 +156,14 @@ def rollout_memory(plan: Plan) -> RoleMemory:
             offloaded = t.offload_optimizer if k.startswith("optimizer") else t.offload_params
             if not offloaded:
                 items[f"trainer {k}"] = v
-    items["weights"] = arch.weight_bytes / r.tp
+    # placement.rollout.dtype: the engine holds its weights at that dtype
+    items["weights"] = engine_weight_bytes(arch, r) * DTYPE_BYTES[plan.rollout_dtype] / arch.bytes_per_param
     items["activation workspace"] = engine_workspace_bytes(arch, plan)
     budget = cap * r.gpu_memory_utilization
     kv = budget - sum(items.values())
     max_len = max_sequence_tokens(plan)
     # in whole KV blocks: the engine holds a sequence only if its blocks fit
-    need = -(-max_len // r.block_size) * r.block_size * arch.kv_bytes_per_token / kv_shards(arch, r.tp)
+    need = -(-max_len // r.block_size) * r.block_size * kv_bytes_per_token(plan) / engine_kv_shards(arch, r)
     problem = None
     if kv <= 0:
         problem = (f"weights and workspace take {sum(items.values()) / GiB:.1f} GiB per rollout GPU "

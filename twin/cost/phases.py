@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twin.config.hardware import DTYPE_BYTES
 from twin.plan import Plan
 from twin.cost.engine import EngineCosts, engine_costs
-from twin.cost.memory import offloaded_state_bytes
+from twin.cost.memory import engine_weight_bytes, offloaded_state_bytes
 from twin.cost.learner import controller_time, forward_pass_time, update_time
 from twin.cost.weight_sync import weight_sync_cost
 from twin.workload import sample_batch
@@ -78,7 +79,8 @@ def switch_time(plan: Plan) -> float:
     or wakes (weights back), and offloaded trainer state moves the other way, over the
     GPU's host link."""
     arch, link = plan.model, plan.host_link
-    moved = arch.weight_bytes / plan.placement.rollout.tp + offloaded_state_bytes(arch, plan)
+    engine_weights = engine_weight_bytes(arch, plan.placement.rollout) * DTYPE_BYTES[plan.rollout_dtype] / arch.bytes_per_param
+    moved = engine_weights + offloaded_state_bytes(arch, plan)
     return moved / (link.bandwidth_bytes_per_s * link.efficiency.at(moved)) + link.latency_s
 
 

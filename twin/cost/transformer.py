@@ -73,21 +73,22 @@ def experts_touched(arch: ModelArch, tokens: float) -> float:
     return e * (1.0 - (1.0 - k / e) ** tokens)
 
 
-def weight_bytes_read(arch: ModelArch, tokens: float) -> float:
-    """Weight bytes one forward over ``tokens`` tokens must read from memory.
+def weight_bytes_read(arch: ModelArch, tokens):
+    """Weight bytes one forward over ``tokens`` tokens must read from memory (a float, or an
+    array for an array of token counts: the engine tabulates every count at once).
 
     Dense weights are read once per iteration whatever the batch; a MoE layer reads only
     the experts its tokens route to. The input embedding reads one row per token.
     """
-    if tokens <= 0:
-        return 0.0
+    n = np.asarray(tokens, dtype=np.float64)
     b = arch.bytes_per_param
     dense = arch.num_layers * arch.attention_params + arch.dense_layers * arch.dense_ffn_params
-    read = dense + head_params(arch) + tokens * arch.hidden_size
+    read = dense + head_params(arch) + n * arch.hidden_size
     if arch.moe:
-        per_layer = (experts_touched(arch, tokens) + arch.moe.shared_experts) * arch.expert_params
-        read += arch.moe_layers * (per_layer + arch.moe.num_experts * arch.hidden_size)
-    return read * b
+        per_layer = (experts_touched(arch, n) + arch.moe.shared_experts) * arch.expert_params
+        read = read + arch.moe_layers * (per_layer + arch.moe.num_experts * arch.hidden_size)
+    out = np.where(n > 0, read * b, 0.0)
+    return float(out) if out.ndim == 0 else out
 
 
 def attention_head_dim(arch: ModelArch) -> float:

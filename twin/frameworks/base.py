@@ -326,6 +326,10 @@ HUB_PRESETS: dict[str, str] = {
     "deepseek-ai/DeepSeek-V3-Base": "deepseek-v3",
     "deepseek-ai/DeepSeek-V3-0324": "deepseek-v3",
     "deepseek-ai/DeepSeek-R1": "deepseek-v3",
+    "moonshotai/Kimi-K2-Instruct": "kimi-k2",
+    "moonshotai/Kimi-K2-Base": "kimi-k2",
+    "zai-org/GLM-4.5": "glm-4.5",
+    "zai-org/GLM-4.5-Base": "glm-4.5",
 }
 _HUB = {k.lower(): v for k, v in HUB_PRESETS.items()}
 

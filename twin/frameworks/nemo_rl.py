@@ -98,9 +98,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b.set("placement.rollout.engine", k.choice(f"{G}.backend", BACKENDS, "continuous"), f"{G}.backend")
     b.set("placement.rollout.tp", k.int_(f"{G}.vllm_cfg.tensor_parallel_size", 1), f"{G}.vllm_cfg.tensor_parallel_size")
     if k.int_(f"{G}.vllm_cfg.pipeline_parallel_size", 1) > 1:
-        raise InputError("pipeline-parallel engines are not modelled", file=k.file(f"{G}.vllm_cfg.pipeline_parallel_size"),
-                         field=f"{G}.vllm_cfg.pipeline_parallel_size", value=k.raw(f"{G}.vllm_cfg.pipeline_parallel_size"),
-                         allowed="1 (use tensor_parallel_size)")
+        b.set("placement.rollout.pp", k.int_(f"{G}.vllm_cfg.pipeline_parallel_size", 1), f"{G}.vllm_cfg.pipeline_parallel_size")
     b.set("placement.rollout.gpu_memory_utilization", k.float_(f"{G}.vllm_cfg.gpu_memory_utilization", 0.6, high=1.0),
           f"{G}.vllm_cfg.gpu_memory_utilization")
     b.set("placement.rollout.scheduling", "synchronous")
@@ -117,7 +115,9 @@ def run(paths: list[Path], model_given: bool) -> Imported:
         b.set("placement.trainer.zero_stage", 1, f"{M}.enabled")
         b.set("placement.trainer.tp", k.int_(f"{M}.tensor_model_parallel_size", 1), f"{M}.tensor_model_parallel_size")
         b.set("placement.trainer.pp", k.int_(f"{M}.pipeline_model_parallel_size", 1), f"{M}.pipeline_model_parallel_size")
-        _no_cp(k, f"{M}.context_parallel_size")
+        for ours, theirs in (("cp", "context_parallel_size"), ("ep", "expert_model_parallel_size")):
+            if k.int_(f"{M}.{theirs}", 1) > 1:  # ring attention; experts not tensor-split (etp 1)
+                b.set(f"placement.trainer.{ours}", k.int_(f"{M}.{theirs}", 1), f"{M}.{theirs}")
         b.set("placement.trainer.recompute", k.bool_(f"{M}.activation_checkpointing", False), f"{M}.activation_checkpointing")
         k.mark(f"{P}.dtensor_cfg.enabled")
         if colocated:

@@ -1,0 +1,151 @@
+"""Benchmark of the capacity planner (a script, not a test).
+
+Plans 1,000 candidates of the built-in grpo-8b-disaggregated on 64 GPUs: the planner's own
+space at --max-staleness 2 (200 candidates: colocated, disaggregated at staleness 0..2,
+async 1..2 with partial rollout off and on, engine tp 1..8, the splits) times five values of
+algorithm.prompts_per_step (--vary), with run.steps 3 (below the successive-halving
+threshold, so every candidate is simulated once at full steps) and the top 10 re-simulated
+with two more seeds. Then:
+
+* R: a sample of the same candidates run as one ``twin run --no-verdict FILE`` process each
+  (what a shell loop over ``twin run`` costs: a process start, imports, kernels loaded from
+  the cache), the mean per candidate extrapolated to all of them, over the planner's wall time;
+* Q: the same plan on a local Ray with as many CPUs as the pool has workers (Ray's start and
+  shutdown included: what a user pays), over the pool's wall time (``n/a`` without ray).
+* where the planner's time goes: candidate generation and pruning in the parent (serial)
+  against simulation in the pool, and with ``--profile N`` a cProfile of N candidates
+  simulated in this process.
+
+Usage: ``python benchmarks/plan.py [--workers W] [--sample 5] [--profile N] [--no-ray]``.
+The last line is ``candidates=N wall_s=W candidates_per_s=C per_candidate_vs_cli=R
+ray_local_vs_pool=Q``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout, uninstalled
+from twin import planner  # noqa: E402
+from twin.config.load import apply_overrides  # noqa: E402
+
+SCENARIO = "grpo-8b-disaggregated"
+GPUS = 64
+MAX_STALENESS = 2
+VARY = ["algorithm.prompts_per_step=16,32,48,64,96"]
+SET = {"run.steps": 3}
+
+
+def _plan(executor: str, workers: int):
+    return planner.plan_budget(SCENARIO, SET, gpus=GPUS, max_staleness=MAX_STALENESS, vary=VARY, top=10,
+                               workers=workers, executor=executor)
+
+
+def _timed_phases() -> dict[str, float]:
+    """Wrap the planner's serial parent-side phases with timers (this script only)."""
+    spent = {"generate": 0.0, "prune": 0.0}
+    for name, key in (("_generate", "generate"), ("_prune", "prune")):
+        real = getattr(planner, name)
+
+        def timed(*args, _real=real, _key=key, **kwargs):
+            t = time.perf_counter()
+            try:
+                return _real(*args, **kwargs)
+            finally:
+                spent[_key] += time.perf_counter() - t
+
+        setattr(planner, name, timed)
+    return spent
+
+
+def _cli_per_candidate(result, sample: int) -> float:
+    """Mean wall seconds of one `twin run --no-verdict FILE` process over ``sample`` ranked
+    candidates (their scenario written out whole, as --out writes the best)."""
+    _, base = planner._base(SCENARIO, SET)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    times = []
+    with tempfile.TemporaryDirectory() as folder:
+        for i, ranked in enumerate(result.ranked[:sample]):
+            path = Path(folder) / f"c{i}.yaml"
+            path.write_text(yaml.safe_dump(apply_overrides(base, ranked.candidate.overrides), sort_keys=False))
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "twin.cli", "run", str(path), "--no-verdict"], env=env,
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times.append(time.perf_counter() - t)
+    print(f"twin run --no-verdict per candidate: {', '.join(f'{t:.2f}' for t in times)} s", flush=True)
+    return sum(times) / len(times)
+
+
+def _profile(n: int) -> None:
+    """cProfile of ``n`` candidates simulated in this process (what one pool worker does)."""
+    from twin import runner
+
+    scenario, base = planner._base(SCENARIO, SET)
+    cands = planner._generate(base, scenario, [{}], GPUS, MAX_STALENESS)
+    feasible, _, _ = planner._prune(base, cands)
+    jobs = [apply_overrides(base, c.overrides) for c in feasible[:: max(1, len(feasible) // n)][:n]]
+    runner._report_data(jobs[0])  # kernels loaded before profiling
+    prof = cProfile.Profile()
+    t = time.perf_counter()
+    prof.enable()
+    for job in jobs:
+        runner._report_data(job)
+    prof.disable()
+    print(f"profile: {len(jobs)} candidates in-process, {(time.perf_counter() - t) / len(jobs) * 1000:.0f} ms each")
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(25)
+    print(out.getvalue())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--sample", type=int, default=5, help="candidates timed as twin run processes")
+    ap.add_argument("--profile", type=int, default=0, metavar="N", help="also cProfile N candidates in-process")
+    ap.add_argument("--no-ray", action="store_true", help="skip the Ray comparison")
+    args = ap.parse_args()
+
+    if args.profile:
+        _profile(args.profile)
+    spent = _timed_phases()
+    t = time.perf_counter()
+    result = _plan("local", args.workers)
+    wall = time.perf_counter() - t
+    n = result.candidates_total
+    print(f"pool ({args.workers} workers): {n} candidates ({result.evaluated} simulated, {result.pruned} pruned), "
+          f"{result.simulations} simulations in {wall:.1f} s; parent: generate {spent['generate']:.1f} s, "
+          f"prune {spent['prune']:.1f} s; simulations {wall - spent['generate'] - spent['prune']:.1f} s", flush=True)
+
+    per_cli = _cli_per_candidate(result, args.sample)
+    ratio_cli = per_cli * n / wall
+
+    q = "n/a"
+    if not args.no_ray:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is not None:
+            t = time.perf_counter()
+            remote = _plan("ray", args.workers)
+            ray_wall = time.perf_counter() - t
+            same = remote.to_json() == result.to_json()
+            print(f"ray local ({args.workers} CPUs): {ray_wall:.1f} s, same JSON as the pool: {same}", flush=True)
+            q = f"{ray_wall / wall:.2f}"
+
+    print(f"candidates={n} wall_s={wall:.1f} candidates_per_s={n / wall:.1f} "
+          f"per_candidate_vs_cli={ratio_cli:.1f} ray_local_vs_pool={q}")
+
+
+if __name__ == "__main__":
+    main()

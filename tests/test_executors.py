@@ -1,0 +1,53 @@
+"""Executors return results in the order given; the checkpoint journal survives a torn line
+and refuses another scenario's or command's file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from twin import executors, runner
+from twin.errors import InputError
+
+
+def test_local_results_come_back_in_the_order_given():
+    base = runner.load("grpo-8b-disaggregated", {"run.steps": 2, "algorithm.prompts_per_step": 16}).model_dump(mode="json")
+    jobs = [{**base, "placement": {**base["placement"], "rollout": {**base["placement"]["rollout"], "gpus": g}}}
+            for g in (8, 99, 16)]
+    seen = []
+    out = executors.LocalExecutor(workers=2).map(jobs, on_result=lambda i, r: seen.append(i))
+    assert sorted(seen) == [0, 1, 2]
+    assert isinstance(out[1], InputError) and "placement.rollout.gpus" in out[1].message
+    assert out[0]["plan"]["rollout_gpus"] == 8 and out[2]["plan"]["rollout_gpus"] == 16
+
+
+def test_the_journal_keeps_finished_lines_and_skips_a_torn_one(tmp_path):
+    path = tmp_path / "ck.jsonl"
+    j = executors.Journal(path, "abc", "plan")
+    j.add("k1", {"x": 1})
+    j.add("k2", {"x": 2})
+    j.close()
+    with open(path, "a") as f:
+        f.write('{"key": "k3", "rep')  # a kill in the middle of a line
+    again = executors.Journal(path, "abc", "plan")
+    assert again.get("k1") == {"x": 1} and again.get("k2") == {"x": 2} and again.get("k3") is None
+    again.close()
+    assert json.loads(path.read_text().splitlines()[0]) == {"command": "plan", "scenario_hash": "abc",
+                                                             "twin_checkpoint": 1}
+
+
+@pytest.mark.parametrize("digest, command, message", [
+    ("other", "plan", "another scenario"),
+    ("abc", "sweep", "another command"),
+])
+def test_the_journal_refuses_another_runs_file(tmp_path, digest, command, message):
+    path = tmp_path / "ck.jsonl"
+    executors.Journal(path, "abc", "plan").close()
+    with pytest.raises(InputError, match=message):
+        executors.Journal(path, digest, command)
+
+
+def test_make_refuses_an_unknown_executor():
+    with pytest.raises(InputError, match="unknown executor"):
+        executors.make("dask")

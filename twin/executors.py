@@ -1,0 +1,261 @@
+"""Where a batch of simulations runs: the local process pool or Ray tasks.
+
+``twin plan``, ``twin scale`` and ``twin sweep`` hand their candidates to an executor as
+scenario data and get back, per candidate and in the order given, its report's data or the
+:class:`~twin.errors.InputError` it raised. Results are collected by index, never by
+completion, so every executor gives the same answer byte for byte.
+
+* :class:`LocalExecutor` — :func:`twin.runner.simulate_many`: one process per CPU by default,
+  each evaluating candidates in-process (the kernels compile, or load from the cache, once
+  per worker; no process start or import per candidate).
+* :class:`RayExecutor` — the same worker function as Ray tasks. ``ray.init()`` starts a local
+  Ray when no address is given; ``address`` joins an existing cluster. Ray is the optional
+  ``ray`` extra (``pip install "rltwin[ray]"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from twin import runner
+from twin.errors import InputError
+
+EXECUTORS = ("local", "ray")
+RAY_FIX = 'pip install "rltwin[ray]"'
+
+Tick = Callable[[int, int], None]  # (done, total)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C during a search: ``best`` says the best result so far in words (None before
+    the first), ``resume`` the checkpoint that continues it (None without one)."""
+
+    def __init__(self, best: str | None, resume: str | None = None) -> None:
+        super().__init__(best)
+        self.best, self.resume = best, resume
+
+
+class Executor:
+    """Runs simulations of scenarios given as data; see the module docstring."""
+
+    name = "executor"
+
+    def imap(self, scenarios: Sequence[dict]) -> Iterator[tuple[int, dict | InputError]]:
+        """(index, report data or the InputError) for each scenario, as they finish."""
+        raise NotImplementedError
+
+    def map(self, scenarios: Sequence[dict], progress: Tick | None = None,
+            on_result: Callable[[int, dict | InputError], None] | None = None) -> list[dict | InputError]:
+        """Report data (or the InputError) for each scenario, in the order given, whatever
+        order they finish in. ``on_result(index, result)`` and ``progress(done, total)`` are
+        called as each one finishes."""
+        out: list = [None] * len(scenarios)
+        for done, (i, result) in enumerate(self.imap(scenarios), 1):
+            out[i] = result
+            if on_result is not None:
+                on_result(i, result)
+            if progress is not None:
+                progress(done, len(scenarios))
+        return out
+
+    def close(self) -> None:
+        """Release what the executor started (nothing for the local pool)."""
+
+
+class LocalExecutor(Executor):
+    """The runner's process pool (``workers`` processes; default one per CPU)."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers
+
+    def imap(self, scenarios):
+        scenarios = list(scenarios)
+        workers = self.workers if self.workers is not None else min(len(scenarios), os.cpu_count() or 1)
+        if workers <= 1 or len(scenarios) <= 1:
+            for i, data in enumerate(scenarios):
+                yield i, runner._report_data(data)
+            return
+        # Workers ignore Ctrl-C: the parent stops handing out candidates and reports what it has.
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+        try:
+            yield from enumerate(pool.map(runner._report_data, scenarios))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class RayExecutor(Executor):
+    """Each simulation a Ray task running the pool's own worker function
+    (:func:`twin.runner._report_data`). ``workers`` caps the CPUs of a Ray started here."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise InputError("Ray is not installed", field="--executor", value="ray",
+                             allowed=f"{RAY_FIX}, or --executor local") from None
+        self._ray = ray
+        self._started = False
+        if address and not ray.is_initialized():
+            _check_reachable(address)
+        if not ray.is_initialized():
+            kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+            try:
+                if address:
+                    ray.init(address=address, **kwargs)
+                else:
+                    ray.init(num_cpus=workers, **kwargs)
+            except Exception as exc:  # ConnectionError, ValueError, RuntimeError: Ray says which
+                where = address or "a local Ray"
+                raise InputError(f"cannot start or join Ray at {where}: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}",
+                                 field="--ray-address" if address else "--executor", value=address or "ray",
+                                 allowed="the address of a running Ray head (ray start --head prints it: "
+                                 "HOST:6379 or ray://HOST:10001), or no --ray-address for a local Ray") from None
+            self._started = True
+        self._task = ray.remote(num_cpus=1)(runner._report_data)
+
+    def imap(self, scenarios):
+        ray = self._ray
+        refs = [self._task.remote(data) for data in scenarios]
+        index = {ref: i for i, ref in enumerate(refs)}
+        pending = list(refs)
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    yield index[ref], ray.get(ref)
+        finally:
+            for ref in pending:
+                ray.cancel(ref)
+
+    def close(self) -> None:
+        if self._started:
+            self._ray.shutdown()
+            self._started = False
+
+
+def make(executor: str | Executor | None = "local", *, workers: int | None = None,
+         ray_address: str | None = None) -> Executor:
+    """The executor named ``executor`` ('local' or 'ray'); an :class:`Executor` is returned as
+    is. Raises :class:`InputError` for an unknown name, an address without Ray, Ray missing
+    or an address it cannot join."""
+    if isinstance(executor, Executor):
+        return executor
+    executor = executor or "local"
+    if executor not in EXECUTORS:
+        raise InputError("unknown executor", field="--executor", value=executor, allowed=", ".join(EXECUTORS))
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise InputError("out of range", field="--workers", value=workers, allowed="an integer >= 1")
+    if executor == "local":
+        if ray_address:
+            raise InputError("--ray-address only applies to --executor ray", field="--ray-address",
+                             value=ray_address, allowed="--executor ray with it, or no address")
+        return LocalExecutor(workers)
+    return RayExecutor(ray_address, workers)
+
+
+CONNECT_TIMEOUT_S = 5.0  # a Ray head answers a TCP connect at once; ray.init would retry for minutes
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse at once an address nothing listens on (ray.init keeps retrying one)."""
+    import socket
+
+    if address == "auto":
+        return
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise InputError("not a Ray address", field="--ray-address", value=address,
+                         allowed="HOST:PORT (the GCS, e.g. 10.0.0.1:6379) or ray://HOST:PORT (Ray Client, 10001)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise InputError(f"cannot reach a Ray head there ({exc.strerror or exc})", field="--ray-address",
+                         value=address, allowed="the address `ray start --head` printed, of a head that is "
+                         "running and reachable from here; or no --ray-address for a local Ray") from None
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def scenario_hash(data: dict) -> str:
+    """A short hash of a scenario's data (canonical JSON): which scenario a checkpoint is of."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class Journal:
+    """A JSON-lines checkpoint of finished simulations, for ``twin plan --resume FILE``.
+
+    The first line is ``{"twin_checkpoint": 1, "scenario_hash": H, "command": C}``; each
+    following line ``{"key": K, "report": DATA}``, written (and flushed) as each simulation
+    finishes, so a Ctrl-C or a kill loses at most the line being written (a torn last line is
+    ignored on reading). A file of another scenario (another hash, other ``--set`` values) or
+    another command is refused. A file that does not exist is started."""
+
+    VERSION = 1
+
+    def __init__(self, path: str | os.PathLike, digest: str, command: str, option: str = "--resume") -> None:
+        self.path = Path(path)
+        self.done: dict[str, dict] = {}
+        header = {"twin_checkpoint": self.VERSION, "scenario_hash": digest, "command": command}
+        if self.path.exists():
+            if not self.path.is_file():
+                raise InputError("not a checkpoint file", field=option, value=str(path),
+                                 allowed="a file written by an earlier --resume run, or a new path")
+            self._read(header, option)
+        else:
+            try:
+                with open(self.path, "w", encoding="utf-8") as f:
+                    f.write(json.dumps(header, sort_keys=True) + "\n")
+            except OSError as exc:
+                raise InputError(f"cannot write the checkpoint: {exc.strerror or exc}", field=option,
+                                 value=str(path), allowed="a writable file path") from None
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def _read(self, header: dict, option: str) -> None:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the checkpoint: {exc}", field=option, value=str(self.path),
+                             allowed="a file written by an earlier --resume run") from None
+        try:
+            first = json.loads(lines[0]) if lines else None
+        except json.JSONDecodeError:
+            first = None
+        if not isinstance(first, dict) or "twin_checkpoint" not in first:
+            raise InputError("not a twin checkpoint", field=option, value=str(self.path),
+                             allowed="a file written by an earlier --resume run, or a new path")
+        if first != header:
+            what = ("another scenario (or other --set values)" if first.get("scenario_hash") != header["scenario_hash"]
+                    else f"another command ({first.get('command')})")
+            raise InputError(f"the checkpoint is of {what}", field=option, value=str(self.path),
+                             allowed="the same scenario and options as the interrupted run, or a new path")
+        for line in lines[1:]:
+            try:
+                entry = json.loads(line)
+                self.done[entry["key"]] = entry["report"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # the line a kill tore: simulated again
+
+    def get(self, key: str) -> dict | None:
+        return self.done.get(key)
+
+    def add(self, key: str, report: dict) -> None:
+        self.done[key] = report
+        self._file.write(json.dumps({"key": key, "report": report}, sort_keys=True) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

@@ -1,0 +1,334 @@
+"""The scaling curve: a scenario at several GPU counts, and which link binds at each.
+
+:func:`scale` simulates the scenario at each size in ``gpus`` — its own placement scaled
+proportionally (:func:`scaled_overrides`), or with ``replan`` the planner's best deployment at
+that size (:func:`twin.planner.plan_budget`) — and reports per size the throughput, the scaling
+efficiency against the smallest size that runs, and the binding link with its load. It names
+the sizes at which the binding link changes and the first size whose efficiency falls below a
+threshold: where an added GPU stops paying.
+
+docs/planner.md describes it for users.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from twin import executors, runner
+from twin.errors import InputError
+from twin.modes import MODES
+
+DEFAULT_THRESHOLD = 0.7   # efficiency below which an added GPU "stops paying" (user-settable)
+MAX_POINTS = 64           # sizes in one call
+MAX_GPUS = 1 << 20        # the schema's own bounds refuse a cluster beyond its limits first
+
+
+# ----------------------------------------------------------------------------- inputs
+def parse_gpus(value: str | Iterable[int]) -> list[int]:
+    """``"16,32,64"`` or integers → the sizes, ascending, without repeats."""
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+        sizes = []
+        for item in items:
+            try:
+                sizes.append(int(item))
+            except ValueError:
+                raise InputError("not a GPU count", field="--gpus", value=item,
+                                 allowed="comma-separated integers, e.g. --gpus 16,32,64") from None
+    else:
+        sizes = list(value)
+    if not sizes:
+        raise InputError("no sizes given", field="--gpus", value=value, allowed="e.g. --gpus 16,32,64")
+    for n in sizes:
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_GPUS:
+            raise InputError("out of range", field="--gpus", value=n, allowed=f"integers 1..{MAX_GPUS}")
+    sizes = sorted(set(sizes))
+    if len(sizes) > MAX_POINTS:
+        raise InputError("too many sizes", field="--gpus", value=len(sizes), allowed=f"at most {MAX_POINTS}")
+    return sizes
+
+
+def _unit(free: int, tp: int, gpus_per_node: int) -> int:
+    """The rollout pool's step: whole engines, and whole nodes when the pool spans two or more
+    (the planner's rule, :func:`twin.planner._splits`)."""
+    unit = tp * gpus_per_node // math.gcd(tp, gpus_per_node)
+    unit = max(tp, min(unit, gpus_per_node))
+    return tp if free < 2 * unit else unit
+
+
+def scaled_overrides(scenario, gpus: int) -> dict[str, Any]:
+    """The scenario's placement on ``gpus`` GPUs, scaled proportionally.
+
+    ``cluster.nodes`` = ceil(gpus / gpus_per_node); the reward model keeps its GPUs; a shared
+    pool (colocated) takes the rest; separate pools keep the scenario's rollout share
+    (rollout / (rollout + trainer)), rounded to the nearest whole engine — whole node where
+    the rest spans two nodes or more — at least one unit, and the trainer takes the rest,
+    moved by one unit at a time (rollout side first, then smaller) until the trainer splits
+    into whole tp × pp × sp groups. Engine tp, trainer parallelism and the batch are kept.
+    Raises :class:`InputError` when no split fits."""
+    from twin.config.scenario import placement_pools
+
+    c, p = scenario.cluster, scenario.placement
+    nodes = max(1, math.ceil(gpus / c.gpus_per_node))
+    free = gpus - p.reward_model_gpus
+    out: dict[str, Any] = {"cluster.nodes": nodes}
+    if free < 1:
+        raise InputError(f"{gpus} GPUs leave none beside the reward model's {p.reward_model_gpus}",
+                         field="--gpus", value=gpus, allowed=f"more than {p.reward_model_gpus}")
+    if MODES[p.mode].shares_gpus:
+        return {**out, "placement.rollout.gpus": free, "placement.trainer.gpus": free}
+    rollout0, trainer0 = placement_pools(scenario)
+    share = rollout0 / (rollout0 + trainer0)
+    tp = p.rollout.tp
+    unit = _unit(free, tp, c.gpus_per_node)
+    group = p.trainer.tp * p.trainer.pp * p.trainer.sp
+    want = max(1, math.floor(share * free / unit + 0.5))  # half way: toward more rollout
+    # Nearest first: want, want+1, want-1, want+2, ... (ties toward more rollout).
+    tries = sorted(range(1, free // unit + 1), key=lambda k: (abs(k - want), -k))
+    for k in tries:
+        rollout = k * unit
+        trainer = free - rollout
+        if trainer >= group and trainer % group == 0:
+            return {**out, "placement.rollout.gpus": rollout, "placement.trainer.gpus": trainer}
+    raise InputError(f"{gpus} GPUs do not split into whole engines of tp {tp} and trainer groups of {group}",
+                     field="--gpus", value=gpus, allowed=f"sizes with room for both (e.g. multiples of {unit + group})")
+
+
+def batch_override(scenario, gpus: int) -> dict[str, Any]:
+    """Weak scaling: ``algorithm.prompts_per_step`` times ``gpus`` over the GPUs the scenario
+    uses (its pools and the reward model), rounded to the nearest whole prompt, at least one."""
+    from twin.config.scenario import placement_pools
+
+    p = scenario.placement
+    rollout, trainer = placement_pools(scenario)
+    used = (rollout if MODES[p.mode].shares_gpus else rollout + trainer) + p.reward_model_gpus
+    prompts = scenario.algorithm.prompts_per_step
+    return {"algorithm.prompts_per_step": max(1, math.floor(prompts * gpus / used + 0.5))}
+
+
+def _check(threshold: float) -> None:
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < 1:
+        raise InputError("out of range", field="--threshold", value=threshold,
+                         allowed="a scaling efficiency between 0 and 1, e.g. 0.7")
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class ScalePoint:
+    """One size: the deployment simulated there and its figures (``error``: why it could not
+    run, the figures None)."""
+
+    gpus: int
+    overrides: dict[str, Any]
+    report: dict | None = field(repr=False, default=None)
+    error: str | None = None
+    scaling_efficiency: float | None = None
+
+    @property
+    def useful_trajectories_per_hour(self) -> float | None:
+        return self.report["throughput"]["useful_trajectories_per_hour"] if self.report else None
+
+    @property
+    def binding_link(self) -> str | None:
+        rows = self.report["bottleneck"] if self.report else None
+        return rows[0]["link"] if rows else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"gpus": self.gpus, "overrides": dict(self.overrides), "error": self.error,
+                               "scaling_efficiency": self.scaling_efficiency}
+        r = self.report
+        if r is None:
+            keys = ("mode", "staleness", "partial_rollout", "rollout_gpus", "trainer_gpus", "engine_tp", "step_time_s", "useful_trajectories_per_hour",
+                    "tokens_per_s", "binding_link", "binding_critical_path_share", "binding_load", "binding_utilization")
+            return {**out, **dict.fromkeys(keys)}
+        binding = r["bottleneck"][0] if r["bottleneck"] else None
+        plan, algorithm = r["plan"], r["scenario"]["algorithm"]
+        return {**out, "mode": plan["mode"], "staleness": algorithm["staleness"],
+                "partial_rollout": algorithm["partial_rollout"], "rollout_gpus": plan["rollout_gpus"],
+                "trainer_gpus": plan["trainer_gpus"], "engine_tp": plan["rollout_tp"],
+                "step_time_s": r["step_time_s"],
+                "useful_trajectories_per_hour": r["throughput"]["useful_trajectories_per_hour"],
+                "tokens_per_s": r["throughput"]["tokens_per_s"],
+                "binding_link": binding["link"] if binding else None,
+                "binding_critical_path_share": binding["critical_path_share"] if binding else None,
+                "binding_load": binding["load"] if binding else None,
+                "binding_utilization": binding["utilization"] if binding else None}
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    """The scaling curve: one point per size, ascending; the sizes where the binding link
+    changes; and the first size below the efficiency threshold."""
+
+    scenario_name: str
+    replan: bool
+    threshold: float
+    points: list[ScalePoint]
+    scale_batch: bool = False
+
+    @property
+    def binding_changes(self) -> list[dict[str, Any]]:
+        """Each size whose binding link differs from the previous size's that ran."""
+        out, prev = [], None
+        for p in self.points:
+            if p.report is None:
+                continue
+            if prev is not None and p.binding_link != prev.binding_link:
+                out.append({"gpus": p.gpus, "from_gpus": prev.gpus, "from": prev.binding_link, "to": p.binding_link})
+            prev = p
+        return out
+
+    @property
+    def stops_paying_at(self) -> int | None:
+        """The first size whose scaling efficiency is below the threshold (None: none is)."""
+        for p in self.points:
+            if p.scaling_efficiency is not None and p.scaling_efficiency < self.threshold:
+                return p.gpus
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scenario": self.scenario_name, "replan": self.replan, "scale_batch": self.scale_batch,
+                "threshold": self.threshold,
+                "points": [p.to_dict() for p in self.points], "binding_changes": self.binding_changes,
+                "stops_paying_at": self.stops_paying_at}
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys): the same for the same inputs."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def render(self) -> str:
+        """The table and the two findings, as the command line prints them."""
+        how = "the planner's best at each size" if self.replan else "its placement scaled proportionally"
+        how += ", the batch grown with the GPUs" if self.scale_batch else ", the batch fixed"
+        lines = [f"Scaling {self.scenario_name}: {how}; efficiency = useful trajectories/h per GPU "
+                 "against the smallest size that runs",
+                 f"{'GPUs':>6s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} {'step (s)':>9s} "
+                 f"{'useful/h':>11s} {'per GPU':>8s} {'effic.':>7s}  binding link (share of the step, load)"]
+        for p in self.points:
+            d = p.to_dict()
+            if p.report is None:
+                lines.append(f"{p.gpus:6d}  cannot run: {p.error}")
+                continue
+            shared = MODES[d["mode"]].shares_gpus
+            load = (f" ({d['binding_critical_path_share'] * 100:.0f}%"
+                    + (f", load {d['binding_load'] * 100:.0f}%)" if d["binding_load"] is not None else ")"))
+            mode = d["mode"] + ("+partial" if d["partial_rollout"] else "")
+            lines.append(f"{p.gpus:6d}  {mode:15s} {d['rollout_gpus']:7d} "
+                         f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} {d['staleness']:5d} "
+                         f"{d['step_time_s']:9.1f} {d['useful_trajectories_per_hour']:11,.0f} "
+                         f"{d['useful_trajectories_per_hour'] / p.gpus:8,.0f} {d['scaling_efficiency']:7.2f}  "
+                         f"{d['binding_link']}{load}")
+        changes = self.binding_changes
+        if changes:
+            for c in changes:
+                lines.append(f"  the binding link changes between {c['from_gpus']} and {c['gpus']} GPUs: "
+                             f"{c['from']} -> {c['to']}")
+        elif any(p.report for p in self.points):
+            lines.append(f"  the binding link stays {next(p.binding_link for p in self.points if p.report)} "
+                         "at every size")
+        stop = self.stops_paying_at
+        if stop is not None:
+            lines.append(f"  an added GPU stops paying at {stop} GPUs: scaling efficiency below "
+                         f"{self.threshold:g} (--threshold)")
+        else:
+            lines.append(f"  scaling efficiency stays at or above {self.threshold:g} (--threshold) at every size")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- the curve
+def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None = None, *,
+          gpus: str | Iterable[int], replan: bool = False, scale_batch: bool = False,
+          threshold: float = DEFAULT_THRESHOLD,
+          max_staleness: int = 1, workers: int | None = None, executor: str | executors.Executor = "local",
+          ray_address: str | None = None, progress=None) -> ScaleResult:
+    """The scaling curve of ``scenario`` over the sizes ``gpus`` ("16,32,64" or integers).
+
+    Without ``replan`` each size runs the scenario's placement scaled proportionally
+    (:func:`scaled_overrides`); with it, the best of :func:`twin.planner.plan_budget` at that
+    size (``max_staleness`` bounds its search). ``scale_batch``: weak scaling, the batch
+    (``algorithm.prompts_per_step``) grown with the GPUs (:func:`batch_override`); without it
+    the batch stays the scenario's (strong scaling). A size that cannot run (memory, a split that
+    does not fit) is a point with its ``error``, not a failure. Raises :class:`InputError` on
+    bad input, :class:`twin.executors.Interrupted` on Ctrl-C (with the points so far).
+    """
+    from twin.config.load import apply_overrides, parse_overrides
+
+    sizes = parse_gpus(gpus)
+    _check(threshold)
+    if overrides is not None and not isinstance(overrides, Mapping):
+        overrides = parse_overrides(list(overrides))
+    overrides = dict(overrides or {})
+    base_scenario = runner.load(scenario, overrides)
+    base = base_scenario.model_dump(mode="json")
+    ex = executors.make(executor, workers=workers, ray_address=ray_address)
+    points: list[ScalePoint] = []
+    try:
+        if replan:
+            points = _replanned(scenario, overrides, base_scenario if scale_batch else None, sizes,
+                                max_staleness, ex, progress, points)
+        else:
+            jobs, slots = [], []
+            for n in sizes:
+                try:
+                    o = {**scaled_overrides(base_scenario, n),
+                         **(batch_override(base_scenario, n) if scale_batch else {})}
+                except InputError as exc:
+                    points.append(ScalePoint(n, {}, None, exc.message))
+                    continue
+                points.append(ScalePoint(n, o))
+                jobs.append(apply_overrides(base, o))
+                slots.append(len(points) - 1)
+            tick = (lambda done, total: progress(done, total, "simulating each size")) if progress else None
+
+            def finished(j, result):
+                i = slots[j]
+                p = points[i]
+                points[i] = (ScalePoint(p.gpus, p.overrides, None, result.message) if isinstance(result, InputError)
+                             else ScalePoint(p.gpus, p.overrides, result))
+
+            if jobs:
+                ex.map(jobs, tick, finished)
+    except KeyboardInterrupt:
+        done = [p for p in points if p.report is not None]
+        best = ", ".join(f"{p.gpus} GPUs: {p.useful_trajectories_per_hour:,.0f} useful/h" for p in done)
+        raise executors.Interrupted(best or None) from None
+    finally:
+        ex.close()
+    return ScaleResult(base_scenario.name, replan, float(threshold), _efficiencies(points), scale_batch)
+
+
+def _replanned(scenario, overrides, batch_of, sizes, max_staleness, ex, progress, points) -> list[ScalePoint]:
+    from twin.planner import plan_budget
+
+    for n in sizes:
+        batch = batch_override(batch_of, n) if batch_of is not None else {}
+        try:
+            result = plan_budget(scenario, {**overrides, **batch}, gpus=n, max_staleness=max_staleness, top=1, executor=ex,
+                                 progress=(lambda d, t, w, n=n: progress(d, t, f"{n} GPUs: {w}")) if progress else None)
+        except InputError as exc:
+            if exc.field != "--gpus":  # bad input (a --set the planner refuses): not a size's misfit
+                raise
+            points.append(ScalePoint(n, {}, None, exc.message))
+            continue
+        best = result.best
+        points.append(ScalePoint(n, {**dict(best.candidate.overrides), **batch}, best.report))
+    return points
+
+
+def _efficiencies(points: list[ScalePoint]) -> list[ScalePoint]:
+    """Each point's throughput per GPU over the smallest running size's (which is 1.0)."""
+    ref = next((p for p in points if p.report is not None), None)
+    if ref is None:
+        return points
+    per_gpu = ref.useful_trajectories_per_hour / ref.gpus
+    out = []
+    for p in points:
+        eff = None
+        if p.report is not None and per_gpu > 0:
+            eff = float(f"{p.useful_trajectories_per_hour / p.gpus / per_gpu:.4g}")
+        out.append(ScalePoint(p.gpus, p.overrides, p.report, p.error, eff))
+    return out
