@@ -82,10 +82,11 @@ class Prediction:
 
 def priced_ops_per_layer(arch, kind: str) -> float:
     """Kernels of one layer the twin prices itself (GEMMs, attention, element-wise kernels),
-    so that their dispatch is inside their calibrated rates: ``kind`` prefill or decode."""
-    from twin.cost import transformer
+    so that their dispatch is inside their calibrated rates: ``kind`` prefill or decode (one
+    count, the twin's: twin.cost.hf_generate.priced_ops_per_layer)."""
+    from twin.cost.hf_generate import priced_ops_per_layer as twin_priced
 
-    return transformer.GEMMS_PER_LAYER + 1 + transformer.layer_elementwise(arch, "eager")[1] + 2  # + K and V cache writes
+    return twin_priced(arch)
 
 
 def priced_ops(arch, kind: str) -> float:
@@ -134,11 +135,22 @@ class ProbePredictor:
 
     def generation(self, targets: list[int]) -> float:
         cfg = self.cfg
+        if cfg.engine == "hf_generate":
+            return self.engine_generation(targets)
         if cfg.engine == "static":
             schedule = static_schedule(cfg.prompt_len, targets)
         else:
             schedule = continuous_schedule(cfg.prompt_len, targets, cfg.slots)
         return sum(self.iteration_time(it) for it in schedule)
+
+    def engine_generation(self, targets: list[int]) -> float:
+        """The twin's own engine (its kernel, its cost table) on this batch: every row submitted
+        at once, the time of the last finish. For ``hf_generate``, that engine's price as is."""
+        from twin.engine import EnginePool
+
+        pool = EnginePool.from_scenario(self.plan)
+        pool.submit(np.arange(len(targets)), self.cfg.prompt_len, np.asarray(targets), 0.0)
+        return float(pool.advance().times.max())
 
     def iteration_time(self, it) -> float:
         """engine.py's EngineCosts.iteration_time, attention read at the call's size."""

@@ -253,12 +253,21 @@ def _overhead(store: Store) -> dict:
     ops = parse_params(iters[0].params)["ops_per_layer"]
     per_iter, per_op = fit.overhead_fit(layers, [r.seconds for r in iters], ops)
     floor = f"; a bare tiny add_ takes {kernel[0].seconds * 1e6:.2f} us" if kernel else ""
-    return {"per_iteration_s": float(f"{per_iter:.4g}"), "per_kernel_s": float(f"{per_op:.4g}"),
-            "source": (f"eager Llama-style decode iterations (static engine, batch 1, width 32, sampling and "
-                       f"host read-back included) at {', '.join(str(int(x)) for x in layers)} layers; line fit "
-                       f"t = per_iteration + layers·{int(ops)} ops·per_kernel, per_kernel being the cost of one "
-                       f"dispatched ATen op inside a model{floor}. Graph-captured engines do not pay per_kernel "
-                       "per decode op.")}
+    out = {"per_iteration_s": float(f"{per_iter:.4g}"), "per_kernel_s": float(f"{per_op:.4g}"),
+           "source": (f"eager Llama-style decode iterations (static engine, batch 1, width 32, sampling and "
+                      f"host read-back included) at {', '.join(str(int(x)) for x in layers)} layers; line fit "
+                      f"t = per_iteration + layers·{int(ops)} ops·per_kernel, per_kernel being the cost of one "
+                      f"dispatched ATen op inside a model{floor}. Graph-captured engines do not pay per_kernel "
+                      "per decode op.")}
+    hf = store.select("overhead", op="hf_generate_step")
+    if len(hf) >= 2:  # transformers was installed: its generate step, the same kind of line
+        step, per_layer = fit.overhead_fit([r.size for r in hf], [r.seconds for r in hf], 1.0)
+        out["hf_generate_step_s"] = float(f"{step:.4g}")
+        out["hf_generate_per_layer_s"] = float(f"{per_layer:.4g}")
+        out["source"] += (f" transformers' generate (LlamaForCausalLM, sdpa, DynamicCache, do_sample, batch 1, width "
+                          f"32): one decode step at {', '.join(str(int(r.size)) for r in hf)} layers, line fit "
+                          "t = hf_generate_step + layers·hf_generate_per_layer.")
+    return out
 
 
 def link_profiles(target: Target, store: Store, command: str, csv_name: str) -> list[dict]:

@@ -8,10 +8,20 @@ long enough to time (the median is then divided by ``inner``).
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+
+def cpu_clock() -> Callable[[], float]:
+    """The CPU-side clock: ``time.perf_counter``, or with ``CALIBRATE_CPU_CLOCK=thread`` the
+    calling thread's CPU time (``time.thread_time``). On a machine shared with other busy
+    processes, wall time counts the time slices this process waits for a core; thread time
+    does not. It is the work's time only when torch runs on that thread alone
+    (``OMP_NUM_THREADS=1``), so set both, for calibration and probe alike."""
+    return time.thread_time if os.environ.get("CALIBRATE_CPU_CLOCK") == "thread" else time.perf_counter
 
 # A sample shorter than this is dominated by the timer's own cost (perf_counter, event record).
 MIN_SAMPLE_S = 200e-6
@@ -57,10 +67,11 @@ class Clock:
             end.record()
             end.synchronize()
             return start.elapsed_time(end) / 1e3
-        t0 = time.perf_counter()
+        clock = cpu_clock()
+        t0 = clock()
         for _ in range(inner):
             fn()
-        return time.perf_counter() - t0
+        return clock() - t0
 
 
 def median_time(fn: Callable[[], object], clock: Clock, budget: Budget = QUICK) -> tuple[float, int]:

@@ -44,6 +44,19 @@ CPU_CONFIGS = (
                 prompts=6, group=4, prompt_len=24, response_min=8, response_max=80, engine="continuous",
                 slots=8, reward_workers=6, reward_latency_s=0.01, steps=5, warmup_steps=3),
 )
+# TRL's GRPOTrainer without vLLM (issue 22): transformers' own generate over the whole batch
+# (calibrate.probe.hf), predicted with the twin's hf_generate engine; run when transformers is
+# installed (pip install '.[hf]').
+TRL_CONFIGS = (
+    ProbeConfig("trl-hf-small", DecoderConfig(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=352,
+                                              vocab=512, name="probe-small"),
+                prompts=4, group=4, prompt_len=32, response_min=16, response_max=64, engine="hf_generate",
+                reward_workers=4, reward_latency_s=0.02, steps=5, warmup_steps=3),
+    ProbeConfig("trl-hf-medium", DecoderConfig(hidden=256, layers=4, heads=4, kv_heads=2, intermediate=704,
+                                               vocab=1024, name="probe-medium"),
+                prompts=8, group=4, prompt_len=32, response_min=32, response_max=128, engine="hf_generate",
+                reward_workers=4, reward_latency_s=0.02, steps=5, warmup_steps=3),
+)
 DEFAULT_CONFIGS = CPU_CONFIGS  # the CPU set (CI and tests); GPU_CONFIGS for --device cuda
 
 # Sized for one large GPU (0.5-3 B parameters, 64-512 sequences), bf16, so that the
@@ -71,7 +84,11 @@ GPU_CONFIGS = (
 
 
 def configs_for(device: str) -> tuple[ProbeConfig, ...]:
-    return GPU_CONFIGS if device.startswith("cuda") else CPU_CONFIGS
+    """The configurations sized for ``device``; TRL's when transformers is installed."""
+    from calibrate.probe.hf import available
+
+    base = GPU_CONFIGS if device.startswith("cuda") else CPU_CONFIGS
+    return base + (TRL_CONFIGS if available() and not device.startswith("cuda") else ())
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """One probe configuration, run for a few steps with each phase timed.
 
 A step: sample prompts (``prompts`` × ``group`` rows) and target response lengths, generate
-(static or continuous batching), score in the reward pool, old-logprob and reference passes,
+(static or continuous batching, or transformers' own ``generate`` as TRL runs it: engine
+``hf_generate``, calibrate.probe.hf), score in the reward pool, old-logprob and reference passes,
 one GRPO update. Phases run one after another (colocated, synchronous), the engine sharing
 the learner's weights, so there is no weight sync to time. The first ``warmup_steps`` steps
 are run but not reported (allocator and thread-pool warm-up).
@@ -37,7 +38,7 @@ class ProbeConfig:
     prompt_len: int = 32
     response_min: int = 16
     response_max: int = 64
-    engine: str = "static"  # or "continuous"
+    engine: str = "static"  # or "continuous", or "hf_generate" (transformers' generate, calibrate.probe.hf)
     slots: int = 8  # continuous batching: rows the engine runs at once
     reward_workers: int = 4
     reward_latency_s: float = 0.02
@@ -98,13 +99,17 @@ def run_probe(cfg: ProbeConfig, progress=None, device: str = "cpu") -> ProbeResu
     from calibrate.probe.reward import RewardPool
 
     keep_freed_memory()  # host memory reused as a caching allocator reuses it (see its docstring)
-    if cfg.engine not in ("static", "continuous"):
-        raise ValueError(f"engine must be static or continuous, not {cfg.engine!r}")
+    if cfg.engine not in ("static", "continuous", "hf_generate"):
+        raise ValueError(f"engine must be static, continuous or hf_generate, not {cfg.engine!r}")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise RuntimeError("device cuda requested but torch sees no GPU")
     torch.manual_seed(cfg.seed)
     model = Decoder(cfg.model, seed=cfg.seed).to(device=device, dtype=cfg.model.torch_dtype)
     learner = Learner(model, micro_rows=cfg.micro_rows)
+    if cfg.engine == "hf_generate":  # TRL without vLLM: HF generate on a model of the same shape
+        from calibrate.probe.hf import generate_hf, hf_model
+
+        hf = hf_model(cfg.model, cfg.seed).to(device)
     gen = torch.Generator(device=device).manual_seed(cfg.seed)
     timer = _Timer(device)
     result = ProbeResult(cfg)
@@ -113,7 +118,9 @@ def run_probe(cfg: ProbeConfig, progress=None, device: str = "cpu") -> ProbeResu
             prompts_np, targets = draw_step(cfg, step)
             prompts = torch.from_numpy(prompts_np).to(device)
             timer.start()
-            if cfg.engine == "static":
+            if cfg.engine == "hf_generate":
+                out = generate_hf(hf, prompts, targets)
+            elif cfg.engine == "static":
                 out = generate_static(model, prompts, targets, gen)
             else:
                 out = generate_continuous(model, prompts, targets, cfg.slots, gen)
@@ -155,17 +162,23 @@ class _Timer:
         return ev
 
     def start(self) -> None:
+        from calibrate.timing import cpu_clock
+
         self._sync()
         self.times: dict[str, float] = {}
         self.events = [("start", self._event())] if self.cuda else []
-        self.t = time.perf_counter()
+        # calibrate.timing.cpu_clock: this thread's CPU time where asked for, but the reward
+        # phase waits on its pool's workers (latency), which only wall time sees
+        self.clock = time.perf_counter if self.cuda else cpu_clock()
+        self.t, self.wall = self.clock(), time.perf_counter()
 
     def lap(self, phase: str) -> None:
         if self.cuda:
             self.events.append((phase, self._event()))
         self._sync()
-        now = time.perf_counter()
-        self.times[phase], self.t = now - self.t, now
+        now, wall = self.clock(), time.perf_counter()
+        self.times[phase] = wall - self.wall if phase == "reward" else now - self.t
+        self.t, self.wall = now, wall
 
     def read(self) -> tuple[dict[str, float], dict[str, float]]:
         device_s = {}

@@ -27,7 +27,38 @@ def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
                         op="decode_iteration", dtype="fp32", size=float(layers),
                         params=params(layers=layers, ops_per_layer=per_layer),
                         measure=decode_iteration(device, layers, budget, clock)))
+    from calibrate.probe.hf import available
+
+    if available():  # transformers' generate, as TRL runs it without vLLM (twin: engine hf_generate)
+        for layers in LAYERS:
+            out.append(Spec(key=f"overhead/hf_generate_step/layers={layers}", suite="overhead",
+                            op="hf_generate_step", dtype="fp32", size=float(layers), params=params(layers=layers),
+                            measure=hf_generate_step(device, layers, budget, clock)))
     return out
+
+
+HF_SHORT, HF_LONG = 2, 18  # new tokens of the two timed generate calls (their difference: 16 steps)
+
+
+def hf_generate_step(device, layers, budget, clock):
+    """One decode step of transformers' ``generate`` on a ``layers``-layer model of negligible
+    width at batch 1: the difference of two timed calls (HF_LONG and HF_SHORT new tokens) over
+    the steps between them, so that the call's setup and prefill cancel."""
+    def run():
+        import torch
+
+        from calibrate.probe.hf import generate_hf, hf_model
+        from calibrate.probe.model import DecoderConfig
+
+        cfg = DecoderConfig(hidden=32, layers=layers, heads=2, kv_heads=1, intermediate=64, vocab=64,
+                            max_positions=256, name="overhead")
+        model = hf_model(cfg).to(device)
+        prompts = torch.zeros(1, 4, dtype=torch.long, device=device)
+        short, n = median_time(lambda: generate_hf(model, prompts, [HF_SHORT]), clock, budget)
+        long, m = median_time(lambda: generate_hf(model, prompts, [HF_LONG]), clock, budget)
+        return max(long - short, 0.0) / (HF_LONG - HF_SHORT), min(n, m)
+
+    return run
 
 
 def _kernel(device, budget, clock):

@@ -121,3 +121,16 @@ def test_decode_attention_has_its_own_curve_and_leaves_the_prefill_alone(tmp_pat
     gpu = parse_profile(data)
     prefill, decode = (attention_time(1e8, gpu, "fp32", decode=d) for d in (False, True))
     assert decode == pytest.approx(4 * prefill, rel=1e-2)
+
+
+def test_hf_generate_steps_fit_their_own_line(target, synthetic_store):
+    from calibrate.store import Row
+
+    assert "hf_generate_step_s" not in profile.device_profile(target, synthetic_store, "cmd", "cpu.csv")["overhead"]
+    for layers in (1, 2, 4, 8):
+        synthetic_store.append(Row(f"hf/{layers}", "overhead", "hf_generate_step", "fp32", layers,
+                                   900e-6 + layers * 150e-6, 0.0, 0.0, f"layers={layers}", 5, target.device_name))
+    data = profile.device_profile(target, synthetic_store, "cmd", "cpu.csv")
+    profile.validate(data)
+    assert data["overhead"]["hf_generate_step_s"] == pytest.approx(900e-6, rel=1e-3)
+    assert data["overhead"]["hf_generate_per_layer_s"] == pytest.approx(150e-6, rel=1e-3)

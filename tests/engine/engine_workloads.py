@@ -17,8 +17,9 @@ from twin.engine import EnginePool
 def synthetic_costs(*, max_num_seqs: int = 8, budget: int = 64, block_size: int = 4,
                     kv_tokens: int = 4096, overhead: float = 1e-3, linear: float = 2e-5,
                     weights: float = 4e-4, attn: float = 3e-7, kv: float = 2e-6,
-                    comm: float = 0.0) -> EngineCosts:
-    """A small EngineCosts whose compute and memory paths cross at modest batch and context."""
+                    comm: float = 0.0, host_floor: float = 0.0, copy: float = 0.0) -> EngineCosts:
+    """A small EngineCosts whose compute and memory paths cross at modest batch and context
+    (``host_floor``, ``copy``: HF generate's terms, twin.cost.hf_generate)."""
     n = np.arange(budget + 1, dtype=np.float64)
     return EngineCosts(
         overhead_s=overhead,
@@ -32,6 +33,8 @@ def synthetic_costs(*, max_num_seqs: int = 8, budget: int = 64, block_size: int 
         max_num_batched_tokens=budget,
         block_size=block_size,
         max_model_len=kv_tokens,
+        host_floor_s=host_floor,
+        cache_copy_s_per_token=copy,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +33,26 @@ def test_decode_run_time_sums_the_iterations(n, ctx, k, attn, kv):
     kc = KernelCosts.of(costs)
     expected = math.fsum(stepped(costs, n, ctx, k))
     assert math.isclose(decode_run_time(kc.tab, kc.cf, n, ctx, k), expected, rel_tol=1e-12, abs_tol=1e-15)
+
+
+@pytest.mark.parity
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 64), ctx=st.integers(0, 5000), k=st.integers(0, 400),
+       attn=st.sampled_from([0.0, 3e-7, 1e-5]), kv=st.sampled_from([0.0, 2e-6, 1e-4]),
+       floor=st.sampled_from([0.0, 1e-3, 5e-3, 0.05, 1.0]), copy=st.sampled_from([0.0, 1e-7, 4e-6]))
+def test_decode_run_time_sums_hf_generate_iterations(n, ctx, k, attn, kv, floor, copy):
+    # HF generate's terms: the host floor holds a prefix of the run, the copy grows with context
+    costs = synthetic_costs(attn=attn, kv=kv, host_floor=floor, copy=copy)
+    kc = KernelCosts.of(costs)
+    expected = math.fsum(stepped(costs, n, ctx, k))
+    assert math.isclose(decode_run_time(kc.tab, kc.cf, n, ctx, k), expected, rel_tol=1e-12, abs_tol=1e-15)
+
+
+def test_host_floor_and_copy_enter_one_iteration():
+    costs = synthetic_costs(host_floor=0.5, copy=1e-6)
+    assert costs.iteration_time(4, 104, 100) == 0.5  # the device's work hides under the host's
+    free = synthetic_costs(copy=1e-6)
+    assert math.isclose(free.iteration_time(4, 104, 100) - synthetic_costs().iteration_time(4, 104, 100), 1e-4)
 
 
 def test_decode_run_time_crosses_from_memory_to_compute_bound(real_costs):

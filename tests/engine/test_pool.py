@@ -16,7 +16,8 @@ from twin.engine.router import ROUTERS
 
 @st.composite
 def scenarios(draw, kinds=("continuous", "static")):
-    """Random costs, pools and workloads small enough for the reference to step through."""
+    """Random costs, pools and workloads small enough for the reference to step through
+    (``hf_generate`` among ``kinds``: HF generate's host floor and cache copy drawn too)."""
     n = draw(st.integers(1, 20))
     prompts = np.array(draw(st.lists(st.integers(1, 40), min_size=n, max_size=n)))
     news = np.array(draw(st.lists(st.integers(1, 90), min_size=n, max_size=n)))
@@ -36,6 +37,10 @@ def scenarios(draw, kinds=("continuous", "static")):
         kv_tokens=block * math.ceil(longest / block) + draw(st.sampled_from([0, 7, 40, 400, 4000])),
         attn=draw(st.sampled_from([0.0, 3e-7, 3e-6])),
         kv=draw(st.sampled_from([0.0, 2e-6, 2e-5])),
+        # off the grid of the drawn arrivals and interrupts, so that no boundary is a rounding tie
+        # off the grid of the drawn gaps and interrupts: no boundary is a rounding tie
+        host_floor=draw(st.sampled_from([0.0, 1.7e-3, 0.0371])) if "hf_generate" in kinds else 0.0,
+        copy=draw(st.sampled_from([0.0, 1.3e-6, 1.1e-5])) if "hf_generate" in kinds else 0.0,
     )
     workload = Workload(
         ids=np.arange(n), prompts=prompts, news=news, arrivals=np.cumsum(gaps),
@@ -67,6 +72,17 @@ def assert_same(a, b):
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_kernel_matches_reference(case):
+    costs, workload, pool = case
+    kernel = drive(EnginePool(costs, **pool, backend="kernel"), workload)
+    reference = drive(EnginePool(costs, **pool, backend="reference"), workload)
+    assert_same(kernel, reference)
+
+
+@pytest.mark.parity
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(kinds=("hf_generate",)))
+def test_hf_generate_kernel_matches_reference(case):
+    # hf_generate runs the static kernel on a table with a host floor and a cache copy
     costs, workload, pool = case
     kernel = drive(EnginePool(costs, **pool, backend="kernel"), workload)
     reference = drive(EnginePool(costs, **pool, backend="reference"), workload)

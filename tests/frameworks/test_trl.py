@@ -26,12 +26,30 @@ def test_script_with_a_vllm_server(fx, twin_import, twin_check):
     assert twin_check(data) == 0
 
 
-def test_without_vllm_the_engine_is_static_and_processes_default(fx, twin_import, twin_check):
+def test_without_vllm_the_engine_is_hf_generate_and_processes_default(fx, twin_import, twin_check):
     code, data, _ = twin_import("trl", fx / "trl/grpo_hf.json")
     assert code == 0
     p = data["placement"]
-    assert p["rollout"]["engine"] == "static" and p["mode"] == "colocated"
+    assert p["rollout"]["engine"] == "hf_generate" and p["mode"] == "colocated"
+    # one process generates its 8 completions (8 per device × 1 step per generation) in one call,
+    # prefilled at once (8 × 256 prompt tokens)
+    assert p["rollout"]["max_num_seqs"] == 8 and p["rollout"]["max_num_batched_tokens"] == 8 * 256
     assert "8 training processes" in data["description"]
+    assert twin_check(data) == 0
+
+
+def test_without_vllm_a_process_generates_its_share_of_the_generation_batch(tmp_path, twin_import, twin_check):
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text("model_name_or_path: Qwen/Qwen2.5-1.5B\nper_device_train_batch_size: 4\nnum_generations: 8\n"
+                   "steps_per_generation: 4\nmax_prompt_length: 128\n")
+    acc = tmp_path / "acc.yaml"
+    acc.write_text("distributed_type: MULTI_GPU\nnum_processes: 2\n")
+    code, data, _ = twin_import("trl", cfg, acc)
+    assert code == 0
+    r = data["placement"]["rollout"]
+    # generation batch 4 × 2 processes × 4 steps = 32 completions, 16 per process
+    assert data["algorithm"]["prompts_per_step"] * data["algorithm"]["responses_per_prompt"] == 32
+    assert (r["engine"], r["max_num_seqs"], r["max_num_batched_tokens"]) == ("hf_generate", 16, 16 * 128)
     assert twin_check(data) == 0
 
 

@@ -299,6 +299,17 @@ class Overhead(Strict):
         "about 4 ms of GPU bubble per decode step (5-13 ms range) on H100-class GPUs.",
     )
     per_kernel_s: float = Field(ge=0, le=1, description="Fixed cost of one kernel launch, seconds.")
+    hf_generate_step_s: float | None = Field(
+        default=None, ge=0, le=1,
+        description="Optional. Host time of one decode step of transformers' model.generate beyond its layers "
+        "(generation loop, sampling, stopping criteria, cache bookkeeping), seconds: the intercept of "
+        "calibrate's line over tiny-width steps at 1-8 layers. Used by placement.rollout.engine "
+        "hf_generate; absent, its host time is priced from counted operations at per_kernel_s.",
+    )
+    hf_generate_per_layer_s: float | None = Field(
+        default=None, ge=0, le=1,
+        description="Optional. The same line's slope: host time of one decoder layer in a generate step.",
+    )
     source: str
 
 

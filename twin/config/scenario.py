@@ -126,9 +126,11 @@ class RolloutPlacement(Strict):
         "GPUs (SGLang --enable-dp-attention, vLLM data-parallel attention with expert parallelism), each GPU "
         "holding whole attention weights and its own sequences' KV cache: no attention all-reduce, and an MLA "
         "latent is no longer replicated tp times ('wide EP').")
-    engine: Literal["continuous", "static"] = Field(
+    engine: Literal["continuous", "static", "hf_generate"] = Field(
         default="continuous",
-        description="continuous: vLLM/SGLang continuous batching; static: plain HF generate.",
+        description="continuous: vLLM/SGLang continuous batching; static: a static padded batch on fused "
+        "kernels; hf_generate: HF model.generate as TRL runs it without vLLM (static padded batch of "
+        "max_num_seqs, eager per-op host dispatch, a cache grown by concatenation).",
     )
     max_num_seqs: Count = Field(default=256, description="Running sequences per engine (vLLM default 256).")
     max_num_batched_tokens: Count = Field(

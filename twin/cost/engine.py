@@ -60,6 +60,10 @@ class EngineCosts:
     block_size: int
     max_model_len: int
     elementwise_s: np.ndarray | None = None  # the element-wise part of comm_s (informational)
+    # HF generate (twin.cost.hf_generate): host time an iteration cannot be shorter than (a GPU
+    # behind an eager host), and the DynamicCache's copy per cached token; 0 for other engines
+    host_floor_s: float = 0.0
+    cache_copy_s_per_token: float = 0.0
 
     def iteration_time(self, n: int, pairs: float, kv_tokens: float) -> float:
         """Seconds of one iteration (the formula of the module docstring)."""
@@ -68,7 +72,8 @@ class EngineCosts:
         n = min(n, len(self.linear_s) - 1)
         gemms = max(self.linear_s[n], self.weights_s[n])
         attention = max(self.attn_s_per_pair * pairs, self.kv_s_per_token * kv_tokens)
-        return self.overhead_s + self.comm_s[n] + gemms + attention
+        t = self.overhead_s + self.comm_s[n] + gemms + attention + self.cache_copy_s_per_token * kv_tokens
+        return max(t, self.host_floor_s)
 
     def decode_time(self, batch: int, context_tokens: float) -> float:
         """One decode iteration of ``batch`` sequences holding ``context_tokens`` in total."""
@@ -90,7 +95,17 @@ def engine_costs(plan: Plan, kernels: transformer.Kernels = "fused") -> EngineCo
 
     ``kernels``: the engine's element-wise kernels, ``fused`` as vLLM and SGLang run them,
     ``eager`` for a plain PyTorch ``generate`` (see ``transformer.layer_elementwise``).
+    Engine kind ``hf_generate`` is the eager table with HF's host dispatch and cache growth
+    (twin.cost.hf_generate).
     """
+    if plan.placement.rollout.engine == "hf_generate":
+        from twin.cost.hf_generate import hf_generate_costs
+
+        return hf_generate_costs(_engine_costs(plan, "eager"), plan)
+    return _engine_costs(plan, kernels)
+
+
+def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
     arch, gpu = plan.model, plan.gpu
     r = plan.placement.rollout
     tp, dtype = r.tp, arch.dtype

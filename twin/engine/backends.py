@@ -33,7 +33,7 @@ class KernelBackend:
 
     def __init__(self, costs: EngineCosts, engines: int, kind: str) -> None:
         self.kc = KernelCosts.of(costs)
-        self.static = kind == "static"
+        self.static = kind in ("static", "hf_generate")  # one kernel; the costs differ
         self.s = PoolArrays.empty(engines, costs.max_num_seqs, total_blocks(costs))
         self._closed_spans: list[Triple] = []
 

@@ -2,13 +2,18 @@
 
 One iteration costs (the formula of :mod:`twin.cost.engine`)::
 
-    t(n, pairs, kv) = overhead + comm[n] + max(linear[n], weights[n]) + max(attn·pairs, kvs·kv)
+    device(n, pairs, kv) = overhead + comm[n] + max(linear[n], weights[n]) + max(attn·pairs, kvs·kv)
+                           + copy·kv
+    t = max(device, host_floor)
 
-While a batch of ``n`` decoding sequences keeps its composition, iteration ``j`` has
-``kv = ctx + n·j`` context tokens and ``pairs = kv + n`` attention pairs: the GEMMs' term is
-constant, attention's two paths are linear in ``j``, and the time of ``k`` iterations is
-two arithmetic series split where the lines cross. "Skip events, not tokens": everything
-here is O(1) or O(log k) per call.
+``copy`` and ``host_floor`` are zero except for HF generate (twin.cost.hf_generate: the
+DynamicCache's concatenation, and a GPU's wait on an eager host). While a batch of ``n``
+decoding sequences keeps its composition, iteration ``j`` has ``kv = ctx + n·j`` context
+tokens and ``pairs = kv + n`` attention pairs: the GEMMs' term is constant, attention's two
+paths and the copy are linear in ``j``, and the time of ``k`` iterations is two arithmetic
+series split where the lines cross. ``device`` never decreases with ``j``, so the iterations
+held at the host floor are a prefix of the run, found by bisection. "Skip events, not
+tokens": everything here is O(1) or O(log k) per call.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from __future__ import annotations
 import math
 
 from twin.engine.bookkeeping import arrived_by
-from twin.engine.layout import ATTN_PER_PAIR, COMM, KV_PER_TOKEN, LINEAR, OVERHEAD, WEIGHTS
+from twin.engine.layout import (ATTN_PER_PAIR, COMM, COPY_PER_TOKEN, HOST_FLOOR, KV_PER_TOKEN, LINEAR, OVERHEAD,
+                                WEIGHTS)
 from twin.jit import njit
 
 
@@ -30,7 +36,8 @@ def iteration_time(tab, cf, n, pairs, kv):
         n = last
     gemms = max(tab[LINEAR, n], tab[WEIGHTS, n])
     attention = max(cf[ATTN_PER_PAIR] * pairs, cf[KV_PER_TOKEN] * kv)
-    return cf[OVERHEAD] + tab[COMM, n] + gemms + attention
+    t = cf[OVERHEAD] + tab[COMM, n] + gemms + attention + cf[COPY_PER_TOKEN] * kv
+    return max(t, cf[HOST_FLOOR])
 
 
 @njit
@@ -47,12 +54,35 @@ def decode_run_time(tab, cf, n, ctx, k):
     """Seconds of ``k`` decode iterations of ``n`` sequences starting with ``ctx`` context tokens."""
     if k <= 0 or n <= 0:
         return 0.0
+    floor = cf[HOST_FLOOR]
+    if floor <= 0.0 or _device_run_time(tab, cf, n, ctx, 1) >= floor:
+        return _device_run_time(tab, cf, n, ctx, k)
+    # iterations 0..j-1 wait on the host; j: the first whose device time reaches the floor
+    lo, hi = 0, k  # iteration lo is below the floor; hi reaches it (or is past the run)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _device_run_time(tab, cf, n, ctx + n * mid, 1) >= floor:
+            hi = mid
+        else:
+            lo = mid
+    return hi * floor + _device_run_time(tab, cf, n, ctx + n * hi, k - hi)
+
+
+@njit
+def _device_run_time(tab, cf, n, ctx, k):
+    """``decode_run_time`` without the host floor."""
+    if k <= 0:
+        return 0.0
     nn = min(n, tab.shape[1] - 1)
     base = cf[OVERHEAD] + tab[COMM, nn] + max(tab[LINEAR, nn], tab[WEIGHTS, nn])
     a_c = cf[ATTN_PER_PAIR] * float(ctx + n)  # attention: compute path ...
     b_c = cf[ATTN_PER_PAIR] * float(n)
     a_m = cf[KV_PER_TOKEN] * float(ctx)  # ... and its KV-cache read
     b_m = cf[KV_PER_TOKEN] * float(n)
+    a_m += cf[COPY_PER_TOKEN] * float(ctx)  # the cache copy adds to both paths alike
+    a_c += cf[COPY_PER_TOKEN] * float(ctx)
+    b_m += cf[COPY_PER_TOKEN] * float(n)
+    b_c += cf[COPY_PER_TOKEN] * float(n)
     d0 = a_c - a_m
     db = b_c - b_m
     if db == 0.0:

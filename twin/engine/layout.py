@@ -30,7 +30,7 @@ ENGF_FIELDS = 4
 
 # tab[row, tokens in the iteration] and cf[field]: the EngineCosts table
 LINEAR, WEIGHTS, COMM = range(3)
-OVERHEAD, ATTN_PER_PAIR, KV_PER_TOKEN = range(3)
+OVERHEAD, ATTN_PER_PAIR, KV_PER_TOKEN, HOST_FLOOR, COPY_PER_TOKEN = range(5)
 
 # params[field]
 MAX_SEQS, TOKEN_BUDGET, BLOCK_SIZE, TOTAL_BLOCKS = range(4)
@@ -41,7 +41,7 @@ class KernelCosts:
     """An :class:`EngineCosts` flattened into the arrays the kernels read."""
 
     tab: np.ndarray      # (3, max_num_batched_tokens + 1): linear, weights, comm seconds
-    cf: np.ndarray       # overhead_s, attn_s_per_pair, kv_s_per_token
+    cf: np.ndarray       # overhead_s, attn_s_per_pair, kv_s_per_token, host_floor_s, cache_copy_s_per_token
     params: np.ndarray   # max_num_seqs, max_num_batched_tokens, block_size, total blocks
 
     @classmethod
@@ -49,7 +49,8 @@ class KernelCosts:
         check_costs(costs)
         tab = np.ascontiguousarray(np.stack([costs.linear_s, costs.weights_s, costs.comm_s]),
                                    dtype=np.float64)
-        cf = np.array([costs.overhead_s, costs.attn_s_per_pair, costs.kv_s_per_token], np.float64)
+        cf = np.array([costs.overhead_s, costs.attn_s_per_pair, costs.kv_s_per_token, costs.host_floor_s,
+                       costs.cache_copy_s_per_token], np.float64)
         params = np.array([costs.max_num_seqs, costs.max_num_batched_tokens, costs.block_size,
                            total_blocks(costs)], np.int64)
         return cls(tab, cf, params)

@@ -32,7 +32,7 @@ from twin.engine.backends import KernelBackend, ReferenceBackend
 from twin.engine.layout import check_costs, total_blocks
 from twin.engine.router import ROUTERS, route
 
-KINDS = ("continuous", "static")
+KINDS = ("continuous", "static", "hf_generate")  # hf_generate: the static kernel, HF's costs
 BACKENDS = {"kernel": KernelBackend, "reference": ReferenceBackend}
 
 

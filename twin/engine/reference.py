@@ -305,5 +305,6 @@ class StaticEngine(_Engine):
 
 
 def reference_engine(costs: EngineCosts, kind: str) -> ContinuousEngine | StaticEngine:
-    """A reference engine of ``kind`` ('continuous' or 'static')."""
-    return {"continuous": ContinuousEngine, "static": StaticEngine}[kind](costs)
+    """A reference engine of ``kind`` ('continuous', 'static' or 'hf_generate': static batching
+    on HF generate's costs)."""
+    return {"continuous": ContinuousEngine, "static": StaticEngine, "hf_generate": StaticEngine}[kind](costs)

@@ -115,8 +115,9 @@ def run(paths: list[Path], model_given: bool) -> Imported:
             b.set("placement.rollout.gpu_memory_utilization", k.float_("vllm_gpu_memory_utilization", 0.3, high=1.0),
                   "vllm_gpu_memory_utilization")
         else:
-            b.set("placement.rollout.engine", "static", "use_vllm")
-            b.note("without use_vllm TRL generates with HF generate: a static batch per process")
+            b.set("placement.rollout.engine", "hf_generate", "use_vllm")
+            b.note("without use_vllm TRL generates with HF generate (eager, a cache grown by concatenation): "
+                   "one static padded batch per process of its share of the generation batch")
     b.set("cluster.gpus_per_node", per_node)
     b.blame("placement.rollout.gpus", "vllm_tensor_parallel_size")
     if use_vllm:
@@ -137,6 +138,10 @@ def run(paths: list[Path], model_given: bool) -> Imported:
                          file=k.file("generation_batch_size"), field="generation_batch_size", value=gen_batch,
                          allowed=f"a multiple of {global_batch}")
     steps = gen_batch // global_batch
+    if not use_vllm:  # each process generates its share of the generation batch in one generate call
+        local = gen_batch // procs
+        b.set("placement.rollout.max_num_seqs", local, "generation_batch_size", "per_device_train_batch_size",
+              "steps_per_generation")
     if gen_batch % gens:
         raise InputError("a generation batch must hold whole groups", file=k.file("num_generations"),
                          field="num_generations", value=gens, allowed=f"a divisor of the generation batch {gen_batch}")
@@ -156,6 +161,8 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     max_prompt = k.int_("max_prompt_length", 512)
     max_completion = k.int_("max_completion_length", 256)
     workload(b, max_prompt, max_completion, ("max_prompt_length",), ("max_completion_length",))
+    if not use_vllm:  # HF generate prefills the whole padded batch in one forward
+        b.set("placement.rollout.max_num_batched_tokens", (gen_batch // procs) * max_prompt, "max_prompt_length")
     b.set("placement.trainer.recompute", k.bool_("gradient_checkpointing", False), "gradient_checkpointing")
     b.set("placement.trainer.micro_batch_tokens", per_device * (max_prompt + max_completion), "per_device_train_batch_size")
     kind = str(acc.str_("distributed_type", "MULTI_GPU")).upper()
