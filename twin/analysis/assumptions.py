@@ -24,8 +24,8 @@ def assumptions(plan: Plan) -> list[dict[str, Any]]:
     out = [
         {"field": "cluster.compute_scale", "value": c.compute_scale,
          "note": ("the share of the GPU profile's kernel rates the stack reaches end to end; 1.0 is the "
-                  "kernels' own rate, which frameworks rarely reach (NeMo-RL's Megatron trainer: 0.53, "
-                  "docs/validation.md)" if c.compute_scale == 1.0 else
+                  "kernels' own rate, which frameworks rarely reach (NeMo-RL's Megatron trainer: 0.53); "
+                  "name your stack's profile with framework: (twin list)" if c.compute_scale == 1.0 else
                   "the share of the GPU profile's kernel rates the stack reaches end to end, as set")},
         {"field": "cluster.gpu", "value": c.gpu.name,
          "note": f"{source} figures" + ("" if source == "calibrated" else
