@@ -232,3 +232,22 @@ def test_executor_bad_input_is_one_line_and_exit_2(monkeypatch, capsys, args, me
     assert main(["plan", "grpo-8b-disaggregated", "--gpus", "16", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
+
+
+def test_a_trainer_that_does_not_fit_gets_the_parallelism_a_team_would_add():
+    """Memory pruning first tries the trainer remedies the scenario leaves open (ZeRO-3,
+    recompute, tp 2/4/8 in a node); a field the scenario sets is never changed."""
+    data = {"model": "qwen2.5-32b", "cluster": {"nodes": 4}, "algorithm": {"prompts_per_step": 32},
+            "placement": {"trainer": {"zero_stage": 1}}, "run": {"steps": 2}}
+    scenario, base = planner._base(data, {})
+    feasible, pruned, _ = planner._prune(base, planner._generate(base, scenario, [{}], 32, 1))
+    remedied = [c for c in feasible if "placement.trainer.tp" in c.overrides]
+    assert remedied, "some 32B trainer fits only with tensor parallelism"
+    assert all("placement.trainer.zero_stage" not in c.overrides for c in feasible)  # given: kept
+    assert all(c.overrides["placement.trainer.tp"] in (2, 4, 8) for c in remedied)
+    # every candidate kept really fits, with exactly the overrides it carries
+    from twin.config.load import apply_overrides
+    from twin.cost.memory import memory_problem
+    from twin.plan import resolve
+    for c in remedied[:3]:
+        assert memory_problem(resolve(runner.load(apply_overrides(base, c.overrides)))) is None

@@ -26,7 +26,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin import executors, runner
@@ -135,12 +135,14 @@ class _Context:
     num_kv_heads: int
     mla: bool
     reward_model_gpus: int
+    trainer_given: frozenset[str] = frozenset()  # trainer fields the scenario (or its profile) sets
 
 
 def _context(scenario) -> _Context:
     m = scenario.model
     return _Context(scenario.cluster.gpus_per_node, m.num_heads, m.num_kv_heads, m.mla is not None,
-                    scenario.placement.reward_model_gpus)
+                    scenario.placement.reward_model_gpus,
+                    frozenset(scenario.placement.trainer.model_fields_set))
 
 
 def _heads_allow(ctx: _Context, tp: int) -> bool:
@@ -524,9 +526,10 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
 def _generate(base: dict, scenario, combos: list[dict], gpus: int, max_staleness: int) -> list[Candidate]:
     """Every candidate, in a fixed order: axes combination, mode, engine tp, split."""
     out: list[Candidate] = []
+    given = frozenset(scenario.placement.trainer.model_fields_set)  # as the user's scenario sets them
     for combo in combos:
         try:  # the combination's own sizes (an axis may change the node or the model)
-            ctx = _context(runner.load(base, {**combo, **_PROBE}))
+            ctx = replace(_context(runner.load(base, {**combo, **_PROBE})), trainer_given=given)
         except InputError:
             ctx = _context(scenario)  # its candidates will be pruned with their own reason
         nodes = max(1, math.ceil(gpus / ctx.gpus_per_node))
@@ -590,12 +593,53 @@ def _prune(base: dict, candidates: list[Candidate]) -> tuple[list[Candidate], di
         except InputError as exc:
             drop("invalid", exc.message)
             continue
-        problem = memory_problem(resolve(scenario))
+        plan = resolve(scenario)
+        problem = memory_problem(plan)
+        if problem is not None and problem.field and problem.field.startswith("placement.trainer"):
+            fixed = _trainer_remedy(base, cand, plan)
+            if fixed is not None:
+                cand, problem = fixed, None
         if problem is not None:
             drop("memory", f"{cand.label} tp {cand.tp}: {problem.problem}")
             continue
         feasible.append(cand)
     return feasible, pruned, examples
+
+
+def _trainer_remedy(base: dict, cand: Candidate, plan) -> Candidate | None:
+    """A trainer that does not fit, made to fit the way a team would try, cheapest first: shard
+    its state fully (ZeRO-3), recompute activations, then Megatron tensor parallelism 2, 4, 8
+    inside a node (dividing the heads and the trainer's GPUs). Fields the scenario, its
+    framework profile or --vary sets are left as given. The first that fits joins the candidate's overrides (the JSON and
+    the best YAML show it); None when none does."""
+    from twin.config.load import apply_overrides
+    from twin.cost.memory import memory_problem
+    from twin.plan import resolve
+
+    def given(path: str) -> bool:
+        return path in cand.overrides or path.rpartition(".")[2] in cand.context.trainer_given
+
+    t, arch = plan.placement.trainer, plan.model
+    steps: list[dict[str, Any]] = []
+    if not given("placement.trainer.zero_stage") and t.zero_stage < 3:
+        steps.append({"placement.trainer.zero_stage": 3})
+    if not given("placement.trainer.recompute") and not t.recompute:
+        steps.append({"placement.trainer.recompute": True})
+    if not given("placement.trainer.tp"):
+        for tp in (2, 4, 8):
+            if (tp > t.tp and tp <= cand.context.gpus_per_node and arch.num_heads % (tp * t.sp) == 0
+                    and plan.trainer_gpus % (tp * t.pp * t.sp) == 0):
+                steps.append({"placement.trainer.tp": tp})
+    overrides = dict(cand.overrides)
+    for step in steps:
+        overrides.update(step)
+        try:
+            trial = resolve(runner.load(apply_overrides(base, overrides)))
+        except InputError:
+            continue
+        if memory_problem(trial) is None:
+            return replace(cand, overrides=overrides)
+    return None
 
 
 def _with_steps(data: dict, steps: int | None = None, seed: int | None = None) -> dict:
