@@ -34,6 +34,14 @@ PATHS = [
     "reward.max_retries", "reward.latency_s", "weight_sync.method", "weight_sync.storage_bytes_per_s",
     "weight_sync.bucket_bytes", "weight_sync.gather_convert_bytes_per_s",
     "evaluation.every_steps", "evaluation.prompts", "run.steps", "run.seed",
+    # added with framework profiles, streaming updates, MoE layouts, precision, schedules
+    "framework", "algorithm.updates_per_sync", "placement.trainer.ep", "placement.trainer.cp",
+    "placement.trainer.expert_load_imbalance", "placement.trainer.controller_positions_per_s",
+    "placement.trainer.dtype", "placement.rollout.pp", "placement.rollout.expert_parallel",
+    "placement.rollout.dp_attention", "placement.rollout.dtype", "placement.rollout.kv_dtype",
+    "weight_sync.expert_transfer", "weight_sync.delta", "weight_sync.delta_density",
+    "weight_sync.call_overhead_s", "weight_sync.tensor_overhead_s", "workload.schedule",
+    "workload.schedule.growth", "workload.schedule.windows",
 ]
 
 NUMBERS = [0, -1, 1, 2, 3, 7, 1e-300, 1e300, 10**12, 125_000_000_000, 10**9, 1e12, 0.5, 2**63, -(2**63),
