@@ -63,3 +63,17 @@ def test_a_profile_file_by_path(tmp_path):
     (tmp_path / "t.yaml").write_text("model: qwen2.5-1.5b\nframework: bad.yaml\n")
     with pytest.raises(InputError, match="source"):
         load_scenario(tmp_path / "t.yaml")
+
+
+def test_a_profile_path_is_kept_absolute_so_a_dumped_scenario_still_loads(tmp_path):
+    (tmp_path / "stack.yaml").write_text(
+        "name: stack\nframework: verl\nversion: '1'\ndescription: my stack\n"
+        "settings:\n  placement.rollout.max_num_seqs: {value: 64, source: measured on our cluster}\n")
+    (tmp_path / "s.yaml").write_text("model: qwen2.5-1.5b\nframework: stack.yaml\n")
+    dumped = load_scenario(tmp_path / "s.yaml").model_dump(mode="json")
+    assert dumped["framework"] == str((tmp_path / "stack.yaml").resolve())
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    import yaml
+    (elsewhere / "copy.yaml").write_text(yaml.safe_dump(dumped))
+    assert load_scenario(elsewhere / "copy.yaml").placement.rollout.max_num_seqs == 64

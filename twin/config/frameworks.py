@@ -73,9 +73,14 @@ def _load(path: Path) -> FrameworkProfile:
         raise input_error(exc, path, FrameworkProfile) from None
 
 
+def is_path(ref: str) -> bool:
+    """Whether a ``framework`` value names a file rather than a built-in profile."""
+    return ref.endswith((".yaml", ".yml")) or "/" in ref
+
+
 def framework_profile(ref: str, base_dir: Path | None = None) -> FrameworkProfile:
     """A built-in profile by name, or the user's own file (a path, relative to ``base_dir``)."""
-    if ref.endswith((".yaml", ".yml")) or "/" in ref:
+    if is_path(ref):
         path = Path(ref).expanduser()
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path

@@ -543,6 +543,20 @@ class Scenario(Strict):
 
     _m = _model("model")
 
+    @field_validator("framework", mode="before")
+    @classmethod
+    def _framework_path(cls, value, info: ValidationInfo):
+        """A profile named by a path is kept absolute, so the scenario (dumped, written as the
+        planner's best) still finds it from anywhere."""
+        from twin.config.frameworks import is_path
+
+        if isinstance(value, str) and is_path(value):
+            path = Path(value).expanduser()
+            if not path.is_absolute() and _base_dir(info) is not None:
+                path = _base_dir(info) / path
+            return str(path.resolve())
+        return value
+
     @model_validator(mode="after")
     def _sizes(self) -> Scenario:
         limits.check_scenario(self)
