@@ -1,9 +1,18 @@
 import os
 
 import pytest
+from hypothesis import settings
 
 # Tests never depend on a user's environment for profile lookups or seeds.
 os.environ.pop("RLTWIN_PROFILE_PATH", None)
+
+# Property tests explore new examples on every local run (a failure there is a bug to fix); in
+# CI (CI set, as .ci/run sets it) they replay a fixed set, so a landing is never refused by a draw
+# no earlier run made. `pytest --hypothesis-profile=explore` explores anywhere.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore")
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture

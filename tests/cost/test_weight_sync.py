@@ -133,3 +133,16 @@ def test_methods_between_separate_pools_are_refused_when_the_pools_share_gpus(me
 
     with pytest.raises(InputError, match="weight_sync.method"):
         plan_of({"model": "qwen3-4b"}, [f"weight_sync.method={method}"])
+
+
+@pytest.mark.parametrize("bucket", [1e-300, 1.0, 1024.0])
+def test_a_bucket_smaller_than_a_tensor_costs_one_call_per_tensor(bucket):
+    """A tensor is never split across buckets: below a tensor's size every bucket size costs
+    what no bucketing costs (one call per tensor), and a vanishing bucket does not overflow."""
+    from twin.cost.weight_sync import _calls
+
+    plan = plan_of("grpo-8b-disaggregated", [f"weight_sync.bucket_bytes={bucket}"])
+    unbucketed = plan_of("grpo-8b-disaggregated", ["weight_sync.bucket_bytes=0"])
+    tensors = tensor_count(plan.model)
+    assert _calls(plan, 16e9, tensors) == tensors == _calls(unbucketed, 16e9, tensors)
+    assert weight_sync_cost(plan).total_s == pytest.approx(weight_sync_cost(unbucketed).total_s)

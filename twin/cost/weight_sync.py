@@ -157,7 +157,10 @@ def _calls(plan: Plan, nbytes: float, tensors: int) -> int:
     bucket = plan.weight_sync.bucket_bytes
     if bucket <= 0:
         return tensors
-    return max(1, math.ceil(nbytes / bucket))
+    # a tensor is never split across buckets: a bucket smaller than a tensor carries it alone,
+    # so there are never more calls than tensors (and a tiny bucket cannot overflow the count)
+    buckets = nbytes / bucket
+    return tensors if buckets >= tensors else max(1, math.ceil(buckets))
 
 
 def _p2p_per_byte(topo: Topology, trainer: range, rollout: range) -> tuple[float, float, float]:
