@@ -121,10 +121,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="a pressure to try (repeatable; default: all built-in ones)")
     whatif.add_argument("--no-noise", action="store_true",
                         help="skip the noise bands (the re-simulations with other seeds; docs/noise.md)")
-    sub.add_parser("list", help="built-in scenarios, model presets and hardware profiles",
+    sub.add_parser("list", help="built-in scenarios, model presets, hardware and framework profiles",
                    description="List the built-in scenarios (names for twin run/check/whatif), the model "
-                   "presets (names for model:) and the hardware profiles by kind (names for cluster.gpu, "
-                   "cluster.host and the links). Files of your own work wherever a name does: give a path.")
+                   "presets (names for model:), the hardware profiles by kind (names for cluster.gpu, "
+                   "cluster.host and the links) and the framework profiles (names for framework:). Files "
+                   "of your own work wherever a name does: give a path.")
     validate = sub.add_parser(
         "validate", help="predicted vs published figures (twin validate [DIR|FILE]); --probe: vs a real torch loop here",
         formatter_class=argparse.RawDescriptionHelpFormatter,
