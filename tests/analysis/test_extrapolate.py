@@ -8,16 +8,6 @@ import pytest
 from twin import runner
 from twin.analysis.extrapolate import extrapolate_run, frozen, segments
 
-# As tests/analysis/test_run.py's: optimization binds first, rollout as lengths grow.
-DRIFT = {
-    "name": "drift-async", "model": "qwen2.5-7b",
-    "cluster": {"nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm"},
-    "placement": {"mode": "async", "rollout": {"gpus": 4, "tp": 1}, "trainer": {"gpus": 4}},
-    "algorithm": {"name": "grpo", "prompts_per_step": 32, "responses_per_prompt": 8, "staleness": 1},
-    "workload": {"response_tokens": {"kind": "lognormal", "median": 500, "sigma": 0.5, "max": 16384},
-                 "schedule": {"growth": {"per_step": 0.006}}},
-    "run": {"steps": 400, "seed": 0},
-}
 COLOCATED = {
     "name": "drift-colocated", "model": "qwen2.5-1.5b",
     "cluster": {"nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm"}, "placement": {"mode": "colocated"},
@@ -49,11 +39,11 @@ def test_colocated_total_within_5_percent_of_every_step_simulated():
     assert est["total_s"] > 1.5 * full["steps_times_first_s"]
 
 
-def test_async_error_is_larger_and_bounded():
+def test_async_error_is_larger_and_bounded(drift_async):
     """With staleness a short simulation does not reach the pipeline's steady state of a run whose
     lengths grow: measured -16% at 4 steps per segment; the binding change is found a segment
     or more late."""
-    plan = runner.prepare(DRIFT)
+    plan = runner.prepare(drift_async)
     full = runner.simulate(plan).run
     est = extrapolate_run(plan, 4)
     assert est["total_s"] == pytest.approx(full["total_s"], rel=0.25)
