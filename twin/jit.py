@@ -11,16 +11,37 @@ folder is writable the kernels compile in every process, with one warning.
 Setting ``NUMBA_DISABLE_JIT=1`` makes Numba hand back the plain Python functions, which is
 how the tests keep the kernels' Python semantics honest.
 
-Numba's cache tracks each function's own source file only: after editing a helper that
-kernels in *other* modules call, clear the cache folder (``twin.jit.CACHE_DIR``).
+Numba keys a cached function on its own source file only, so a kernel whose file did not
+change keeps the machine code it was compiled with even after a helper it inlines
+(``iteration.py``), or a constant it reads (``layout.py``), changed — a stale kernel that
+silently ignores a new cost term. The cache therefore lives in a subfolder named by a
+fingerprint of every kernel source file (and of Numba's version): any edit or upgrade starts
+a fresh subfolder, and compiled code can never outlive the source it came from.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+# The files whose text decides the kernels' machine code: the kernels, their helpers and constants.
+KERNEL_SOURCES = (Path(__file__).with_name("jit.py"), *sorted((Path(__file__).parent / "engine").glob("*.py")))
+
+
+def fingerprint(paths=KERNEL_SOURCES) -> str:
+    """A short digest of the kernel sources and of Numba's version (the cache subfolder's name)."""
+    digest = hashlib.sha256()
+    try:
+        digest.update(version("numba").encode())
+    except PackageNotFoundError:  # pragma: no cover - numba is a dependency
+        pass
+    for path in paths:
+        digest.update(Path(path).name.encode() + b"\0" + Path(path).read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def _candidates() -> list[Path]:
@@ -47,12 +68,16 @@ def _writable(folder: Path) -> bool:
 
 
 def _cache_dir() -> Path | None:
-    return next((folder for folder in _candidates() if _writable(folder)), None)
+    tag = fingerprint()
+    # a child process inherits the NUMBA_CACHE_DIR set below: already the tagged folder
+    folders = (base if base.name == tag else base / tag for base in _candidates())
+    return next((folder for folder in folders if _writable(folder)), None)
 
 
 CACHE_DIR = _cache_dir()
 if CACHE_DIR is not None:
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(CACHE_DIR))  # read when numba is imported
+    # read when numba is imported, and again whenever Numba reloads its configuration
+    os.environ["NUMBA_CACHE_DIR"] = str(CACHE_DIR)
 
 import numba  # noqa: E402  (after the cache folder is chosen)
 
