@@ -209,3 +209,24 @@ def test_a_gain_within_noise_is_said_so_in_the_diagnosis_and_the_table():
 
     assert noise_note(rows[0], 0.01) == "" and noise_note(rows[0]) == "  (noise 1.0%)"  # said once above
     assert noise_note({"noise": 0.02}, 0.01) == "  (noise 2.0%)" and noise_note({}) == ""
+
+
+def test_re_simulations_stop_at_steady_state_and_a_lever_that_changes_nothing_gains_exactly_zero():
+    from twin.sim.settle import RESIMULATION_TOLERANCE, settled_after, step_times
+    from twin.verdict import sensitivity, steady_useful
+
+    # large steps (little scatter), many of them: the re-simulations stop well before the end
+    data = small(algorithm={"prompts_per_step": 64, "responses_per_prompt": 8},
+                 run={"steps": 24, "seed": 3},
+                 workload={"prompt_tokens": {"kind": "fixed", "value": 100},
+                           "response_tokens": {"kind": "lognormal", "median": 300, "sigma": 0.1, "max": 2048}})
+    base = runner.run(data)
+    k = settled_after(step_times(base.result.steps), RESIMULATION_TOLERANCE)
+    assert k is not None and k < 24
+    rows = sensitivity(base, ["run.seed=3", "rollout_gpus_x2"], workers=1, noise=False)
+    by = {r.pressure.name: r for r in rows}
+    assert by["run.seed=3"].gain == 0.0  # the same scenario, re-simulated: no gain at all
+    assert steady_useful(base) == by["run.seed=3"].useful_trajectories_per_hour
+    assert steady_useful(base) != base.useful_trajectories_per_hour  # the 24-step figure differs
+    # the pressured run stopped early too: its step time is a mean over fewer steps
+    assert by["rollout_gpus_x2"].gain > 0

@@ -362,6 +362,8 @@ class PlanResult:
                 f"{best.report['throughput']['useful_trajectories_per_hour']:,.0f} useful trajectories/h",
                 "# set by the planner:"]
         head += [f"#   {k}={json.dumps(v)}" for k, v in best.candidate.overrides.items()]
+        head += [f"#   run.steady_tolerance={self.best_scenario['run']['steady_tolerance']} (as every candidate "
+                 "was simulated: stop once the step time has settled; remove it to simulate every step)"]
         data = dict(self.best_scenario)  # the description no longer says how its GPUs are placed
         data["description"] = (f"twin plan's best for {self.budget_gpus} GPUs: {best.placement_words}. "
                                f"Planned from: {data.get('description') or data.get('name')}")
@@ -511,7 +513,8 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     for rank, (cand, report) in enumerate(shown, 1):
         score, cost = _score(report, objective, gpu_hour_price)
         ranked.append(Ranked(rank, cand, report, score, objective, cost, noise[cand.index]))
-    best_data = apply_overrides(base, ranked[0].candidate.overrides)
+    # as it was simulated: `twin run BEST.yaml` reproduces the row (it stops at steady state too)
+    best_data = _with_steps(apply_overrides(base, ranked[0].candidate.overrides))
     c = scenario_obj.cluster
     return PlanResult(
         scenario_name=scenario_obj.name, budget_gpus=gpus, nodes=ranked[0].candidate.overrides["cluster.nodes"],
@@ -643,6 +646,11 @@ def _trainer_remedy(base: dict, cand: Candidate, plan) -> Candidate | None:
 
 
 def _with_steps(data: dict, steps: int | None = None, seed: int | None = None) -> dict:
+    """A candidate's job: ``data`` at ``steps`` and ``seed`` (None: the scenario's), stopping
+    at steady state (:func:`twin.sim.settle.settling`)."""
+    from twin.sim.settle import settling
+
+    data = settling(data)
     run = dict(data.get("run") or {})
     if steps is not None:
         run["steps"] = steps

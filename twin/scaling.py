@@ -256,6 +256,7 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     bad input, :class:`twin.executors.Interrupted` on Ctrl-C (with the points so far).
     """
     from twin.config.load import apply_overrides, parse_overrides
+    from twin.sim.settle import settling
 
     sizes = parse_gpus(gpus)
     _check(threshold)
@@ -280,7 +281,7 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
                     points.append(ScalePoint(n, {}, None, exc.message))
                     continue
                 points.append(ScalePoint(n, o))
-                jobs.append(apply_overrides(base, o))
+                jobs.append(settling(apply_overrides(base, o)))  # a rate: stop at steady state
                 slots.append(len(points) - 1)
             tick = (lambda done, total: progress(done, total, "simulating each size")) if progress else None
 

@@ -322,12 +322,13 @@ def noise_bands(base: Report, rows: list[Row], base_again: list[dict | InputErro
     same bands."""
     from twin import noise
     from twin.config.load import apply_overrides
+    from twin.sim.settle import settling
 
-    base_spread = noise.spread([base.useful_trajectories_per_hour] + [_useful(r) for r in _ok(base_again)])
+    base_spread = noise.spread([steady_useful(base)] + [_useful(r) for r in _ok(base_again)])
     if base_spread is None:
         return rows
     near = [r for r in rows if r.gain is not None and base_spread <= abs(r.gain) < NOISE_SKIP * base_spread]
-    data = base.plan.scenario.model_dump(mode="json")
+    data = settling(base.plan.scenario.model_dump(mode="json"))
     jobs = [d for r in near for d in noise.reseeded(apply_overrides(data, r.overrides or {}))]
     reports = simulate_many(jobs, workers, progress) if jobs else []
     spreads: dict[str, float | None] = {}
@@ -343,6 +344,25 @@ def noise_bands(base: Report, rows: list[Row], base_again: list[dict | InputErro
         out.append(replace(r, noise=band, within_noise=noise.within(r.gain, band),
                            reseeded=r.pressure.name in spreads))
     return out
+
+
+def steady_useful(base: Report) -> float:
+    """The baseline's useful trajectories/h as its re-simulations measure it: they stop at
+    steady state (:func:`twin.sim.settle.settling`), and the same seed draws the same steps, so
+    it is the rate over the baseline's own steps up to where the rule would have stopped it. A
+    pressure that changes nothing then gains exactly 0, not the difference of two windows."""
+    from dataclasses import replace as replaced
+
+    from twin.analysis.metrics import throughput
+    from twin.sim.settle import RESIMULATION_TOLERANCE, settled_after, step_times
+
+    result, plan = base.result, base.plan
+    if result is None or plan.workload.schedule is not None or result.settled:
+        return base.useful_trajectories_per_hour
+    k = settled_after(step_times(result.steps), plan.run.steady_tolerance or RESIMULATION_TOLERANCE)
+    if k is None or k >= len(result.steps):
+        return base.useful_trajectories_per_hour
+    return float(f"{throughput(replaced(result, steps=result.steps[:k]))['useful_trajectories_per_hour']:.6g}")
 
 
 def _useful(report: dict) -> float:
@@ -362,9 +382,11 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
     With ``noise`` (the default) each row carries its band (:func:`noise_bands`): the
     baseline's other seeds run in the same batch as the pressures, a few rows again after."""
     from twin.config.load import apply_overrides
+    from twin.sim.settle import settling
 
     plan = base.plan
-    base_data = plan.scenario.model_dump(mode="json")
+    # Re-simulations stop at steady state: a pressure's rate, not its ten-step history.
+    base_data = settling(plan.scenario.model_dump(mode="json"))
     jobs: list[tuple[Pressure, Overrides]] = []
     for pressure in resolve_pressures(pressures):
         overrides = pressure.overrides(plan, base)
@@ -373,7 +395,7 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
     again = noise_seeds(base_data) if noise and jobs else []  # the baseline's other seeds, in the same batch
     reports = simulate_many([apply_overrides(base_data, o) for _, o in jobs] + again, workers, progress)
     reports, base_again = reports[:len(jobs)], reports[len(jobs):]
-    useful = base.useful_trajectories_per_hour
+    useful = steady_useful(base)
     base_gpus = sum(base.gpus.values())
     best: dict[str, Row] = {}  # per pressure, its best alternative (the first error if all fail)
     for (p, alternative), rep in zip(jobs, reports):

@@ -170,12 +170,13 @@ def time_to_all(result_figures: list[dict[str, Any]], until: list[tuple[str, flo
 
 
 def run_summary(result: SimResult) -> dict[str, Any]:
-    """The ``run`` section of the report: total time, per-window figures, binding changes."""
+    """The ``run`` section of the report: total time, per-window figures, binding changes; and
+    ``settled`` when the simulation stopped at steady state, with the whole run estimated."""
     figures = step_figures(result)
     if not figures:
         return {"steps": 0, "total_s": 0.0, "windows": [], "binding_changes": []}
     first = figures[0]["step_s"]
-    return {
+    out = {
         "steps": len(figures),
         "total_s": figures[-1]["end_s"],
         "first_step_s": first,
@@ -187,6 +188,16 @@ def run_summary(result: SimResult) -> dict[str, Any]:
         "windows": windows(result, figures),
         "binding_changes": binding_changes(result, figures),
     }
+    if result.settled:
+        # Stopped at steady state (run.steady_tolerance): the rest of run.steps at the steady mean.
+        planned = result.plan.run.steps
+        steady = [f["step_s"] for f in figures[1:]]
+        out["settled"] = {
+            "simulated_steps": len(figures), "of_steps": planned,
+            "tolerance": result.plan.run.steady_tolerance,
+            "estimated_total_s": figures[-1]["end_s"] + (planned - len(figures)) * sum(steady) / len(steady),
+        }
+    return out
 
 
 def change_text(change: dict[str, Any]) -> str:

@@ -515,6 +515,13 @@ class Evaluation(Strict):
 class Run(Strict):
     steps: Count = Field(default=10, description="Optimizer steps to simulate (the first is left out of rates).")
     seed: int = Field(default=0, ge=0, description="Seed of every random draw: same seed, same report.")
+    steady_tolerance: float | None = Field(
+        default=None, gt=0, le=0.5,
+        description="Stop before `steps` once the step time has settled: the standard error of the mean "
+                    "step time (the first step left out) within this share of it, no trend between the "
+                    "halves, after at least 4 steady steps (twin/sim/settle.py). The report's `run` says "
+                    "where it stopped. Ignored with a `workload.schedule` (lengths that drift never settle). "
+                    "Unset: every step is simulated. The planner and the verdict's re-simulations use 0.01.")
 
     @model_validator(mode="after")
     def _sizes(self) -> Run:

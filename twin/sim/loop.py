@@ -30,13 +30,15 @@ from twin.cost.phases import learner_phases, switch_time
 from twin.cost.weight_sync import weight_sync_cost
 from twin.sim.producer import Producer, Ready
 from twin.sim.result import PHASE_LINK, SimResult, StepRecord
+from twin.sim.settle import settled, step_times
 from twin.sim.timeline import Timeline
 
 Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
 
 
 def simulate(plan: Plan, progress: Progress | None = None) -> SimResult:
-    """Simulate ``plan.run.steps`` optimizer steps; deterministic for a plan + seed.
+    """Simulate ``plan.run.steps`` optimizer steps (fewer once the step time has settled, with
+    ``run.steady_tolerance``: :mod:`twin.sim.settle`); deterministic for a plan + seed.
 
     Raises :class:`~twin.errors.InputError` when a role does not fit in GPU memory.
     """
@@ -69,6 +71,8 @@ class _Loop:
         self.timeline.resource("trainer/pool", 1.0)
         self.timeline.resource("link/weight-sync", 1.0)
         self.steps: list[StepRecord] = []
+        # Stop at steady state only where the workload is the same at every step.
+        self.settle = plan.run.steady_tolerance if plan.workload.schedule is None else None
         self.env = simpy.Environment()
 
     def run(self) -> SimResult:
@@ -117,9 +121,11 @@ class _Loop:
             rec.end = env.now
             rec.max_staleness = step - min_version
             self.steps.append(rec)
-            prev_end = rec.end
             if self.progress:
                 self.progress(step + 1, plan.run.steps, env.now)
+            if self.settle and step + 1 < plan.run.steps and settled(step_times(self.steps), self.settle):
+                break
+            prev_end = rec.end
 
     def _span(self, rec: StepRecord, resource: str, phase: str, t: float, sec: float) -> float:
         self.timeline.add(resource, phase, t, t + sec, rec.step)
@@ -173,7 +179,8 @@ class _Loop:
             "weight_sync_wire_s": self.sync.wire_s,
         }
         return SimResult(plan=plan, spans=self.timeline.freeze(), steps=self.steps, gpus=plan.gpus,
-                         counters=counters, dropped=dict(prod.dropped))
+                         counters=counters, dropped=dict(prod.dropped),
+                         settled=len(self.steps) < plan.run.steps)
 
 
 def _link(phase: str) -> str:

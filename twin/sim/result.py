@@ -50,6 +50,7 @@ class SimResult:
     gpus: dict[str, int]
     counters: dict[str, float] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
+    settled: bool = False  # stopped before run.steps: the step time had settled (twin.sim.settle)
 
     @property
     def scenario(self) -> Scenario:
