@@ -97,6 +97,11 @@ def run_lines(report: dict[str, Any]) -> list[str]:
         lines += ["", f"Whole run: {run['steps']} steps in {_hours(run['total_s'])} "
                   f"({run['steps']} × the first step: {_hours(run['steps_times_first_s'])}); "
                   f"step {run['first_step_s']:.1f} s first, {run['last_step_s']:.1f} s last"]
+        if run.get("settled"):
+            st = run["settled"]
+            lines.append(f"  stopped at steady state after {st['simulated_steps']} of {st['of_steps']} steps "
+                         f"(run.steady_tolerance {st['tolerance']:g}); all {st['of_steps']} at the steady "
+                         f"step time: ~{_hours(st['estimated_total_s'])}")
         if report["scenario"]["workload"].get("schedule"):
             lines.append(f"  {'steps':>11s} {'step s':>8s} {'mean response':>14s}  binding link")
             for w in run["windows"]:

@@ -91,3 +91,11 @@ def test_the_report_estimates_the_whole_run_when_it_stopped_early():
     expected = steps[-1]["end_s"] + (30 - len(steps)) * sum(steady) / len(steady)
     assert settled_["estimated_total_s"] == pytest.approx(expected, rel=1e-4)
     assert "settled" not in run(_scenario()).run
+
+
+def test_the_text_report_says_where_it_stopped():
+    from twin.render import run_lines
+    from twin.runner import run
+
+    text = "\n".join(run_lines(run(_scenario(steady_tolerance=0.02)).to_dict()))
+    assert "stopped at steady state after" in text and "of 30 steps (run.steady_tolerance 0.02)" in text
