@@ -251,3 +251,32 @@ def test_a_trainer_that_does_not_fit_gets_the_parallelism_a_team_would_add():
     from twin.plan import resolve
     for c in remedied[:3]:
         assert memory_problem(resolve(runner.load(apply_overrides(base, c.overrides)))) is None
+
+
+def test_candidates_stop_at_steady_state_and_the_best_file_still_reproduces_the_row(tmp_path):
+    result = twin.plan_budget("grpo-8b-disaggregated", {"run.steps": 12}, gpus=16, max_staleness=0, top=3,
+                              workers=2)
+    best = result.best
+    assert best.report["run"]["settled"]["simulated_steps"] < 12  # it stopped early ...
+    path = tmp_path / "best.yaml"
+    path.write_text(result.best_yaml())
+    assert yaml.safe_load(path.read_text())["run"]["steady_tolerance"] == 0.01
+    report = runner.run(str(path))  # ... and so does the best scenario file, to the same figures
+    assert report.useful_trajectories_per_hour == best.to_dict()["useful_trajectories_per_hour"]
+    assert report.step_time_s == best.to_dict()["step_time_s"]
+
+
+def test_run_time_ranks_by_the_whole_drifting_run():
+    drift = {"workload.schedule": {"windows": [
+        {"from_step": 1, "response_tokens": {"kind": "lognormal", "median": 500, "sigma": 0.6, "max": 4096}},
+        {"from_step": 4, "response_tokens": {"kind": "lognormal", "median": 2000, "sigma": 0.6, "max": 4096}}]},
+        **SMALL_DICT, "run.steps": 6}
+    result = twin.plan_budget("grpo-8b-disaggregated", drift, gpus=16, max_staleness=1, top=5, workers=2,
+                              objective="run_time")
+    rows = [r.to_dict() for r in result.ranked]
+    times = [r["run_time_s"] for r in rows]
+    assert times == sorted(times) and len(rows) > 1
+    for r in result.ranked:  # a drifting run is simulated to its last step: the drift is in the total
+        assert "settled" not in r.report["run"] and r.report["run"]["steps"] == 6
+        assert r.to_dict()["run_time_s"] == r.report["run"]["total_s"]
+    assert "run (h)" in result.render()

@@ -558,7 +558,8 @@ def _plan_parser(sub, scenario_args) -> None:
                       help="another axis to search, every value with every candidate (repeatable)")
     plan.add_argument("--objective", default="useful_trajectories_per_hour", choices=list(OBJECTIVES),
                       help="what to rank by (default useful_trajectories_per_hour; cost: GPU-hours, or "
-                      "money with --gpu-hour-price, per 1,000 useful trajectories)")
+                      "money with --gpu-hour-price, per 1,000 useful trajectories; run_time: hours for "
+                      "run.steps with the workload's drift, e.g. a schedule from twin fit)")
     plan.add_argument("--gpu-hour-price", type=float, default=None, metavar="P",
                       help="price of one GPU-hour (only with --objective cost)")
     plan.add_argument("--top", type=int, default=10, metavar="K", help="candidates shown (default 10)")

@@ -47,6 +47,7 @@ OBJECTIVES = {
     "useful_trajectories_per_hour": "useful trajectories/h (higher is better)",
     "tokens_per_s": "tokens/s (higher is better)",
     "cost": "GPU-hours (or, with a price, money) per 1,000 useful trajectories (lower is better)",
+    "run_time": "hours for the scenario's run.steps, its drift included (lower is better)",
 }
 
 # The fields the search sets itself: a --set or --vary of one would be overwritten.
@@ -284,6 +285,7 @@ class Ranked:
             "step_time_s": self.report["step_time_s"],
             "useful_trajectories_per_hour": self.report["throughput"]["useful_trajectories_per_hour"],
             "tokens_per_s": self.report["throughput"]["tokens_per_s"],
+            "run_time_s": run_time_s(self.report),
             "binding_link": binding["link"] if binding else None,
             "binding_utilization": binding["utilization"] if binding else None,
             "binding_critical_path_share": binding["critical_path_share"] if binding else None,
@@ -387,11 +389,12 @@ class PlanResult:
                      f"{', ' if i else ': '}{r['candidates']} at {r['steps']} steps"
                      for i, r in enumerate(self.search["rungs"])) if len(self.search["rungs"]) > 1 else "") + ")"]
         vary = list(self.vary)
-        cost = self.objective == "cost"
+        cost, timed = self.objective == "cost", self.objective == "run_time"
         unit = "$" if self.gpu_hour_price else "GPU-h"
         header = (f"{'rank':>4s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} "
                   f"{'step (s)':>9s} {'useful/h':>11s} {'tokens/s':>10s}"
-                  + (f" {unit + '/1k':>9s}" if cost else "") + f"  {'binding link (util)':22s} {'noise':>6s}")
+                  + (f" {unit + '/1k':>9s}" if cost else "") + (f" {'run (h)':>8s}" if timed else "")
+                  + f"  {'binding link (util)':22s} {'noise':>6s}")
         header += "".join(f"  {p}" for p in vary)
         lines.append(header)
         for r in rows:
@@ -405,6 +408,8 @@ class PlanResult:
                     f"{d['tokens_per_s']:10,.0f}")
             if cost:
                 line += f" {d['cost_per_1000_useful']:9.3g}" if d["cost_per_1000_useful"] is not None else f" {'-':>9s}"
+            if timed:
+                line += f" {d['run_time_s'] / 3600:8.2f}"
             noise = f"{d['noise'] * 100:.1f}%" if d["noise"] is not None else "-"
             line += f"  {link:22s} {noise:>6s}"
             line += "".join(f"  {json.dumps(r.candidate.overrides[p])}" for p in vary)
@@ -419,14 +424,26 @@ class PlanResult:
 
 
 # ----------------------------------------------------------------------------- the search
+def run_time_s(report: dict) -> float:
+    """The wall time of the report's ``run.steps``: simulated, or where the run stopped at
+    steady state, estimated at its steady step time (:mod:`twin.sim.settle`). A drifting
+    workload is always simulated to its last step, so its drift is in the figure."""
+    run = report["run"]
+    return run["settled"]["estimated_total_s"] if run.get("settled") else run["total_s"]
+
+
 def _metric(report: dict, objective: str) -> float:
     if objective == "tokens_per_s":
         return report["throughput"]["tokens_per_s"]
+    if objective == "run_time":
+        return run_time_s(report)
     return report["throughput"]["useful_trajectories_per_hour"]
 
 
 def _score(report: dict, objective: str, price: float | None) -> tuple[float, float | None]:
     """(score, cost): higher score is better; cost per 1,000 useful trajectories for "cost"."""
+    if objective == "run_time":
+        return -run_time_s(report), None
     if objective != "cost":
         return _metric(report, objective), None
     useful = report["throughput"]["useful_trajectories_per_hour"]
