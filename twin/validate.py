@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -120,7 +119,9 @@ class SourceResult:
 
 
 def builtin_cases_dir() -> Path:
-    return Path(str(resources.files("scenarios").joinpath("validation")))
+    from twin.config.registry import builtin_dir
+
+    return builtin_dir("scenarios") / "validation"
 
 
 def load_source(path: Path) -> Source:

@@ -16,7 +16,6 @@ its stack: validation cases name the profile instead of carrying fitted numbers
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +57,9 @@ class FrameworkProfile(BaseModel):
 
 
 def builtin_framework_dir() -> Path:
-    return Path(str(resources.files("framework_profiles")))
+    from twin.config.registry import builtin_dir
+
+    return builtin_dir("framework_profiles")
 
 
 def builtin_frameworks() -> list[str]:

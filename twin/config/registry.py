@@ -19,16 +19,27 @@ from twin.config.io import input_error, read_mapping
 from twin.config.model import ModelArch, hf_config_fields
 from twin.errors import InputError, choices
 
-def _builtin_dir(package: str) -> Path:
-    return Path(str(resources.files(package)))
+def builtin_dir(package: str) -> Path:
+    """The folder of a data package shipped with rltwin (``hardware_profiles``, ``scenarios``,
+    ``framework_profiles``). An editable install made before a release added a package does not
+    map it (setuptools records the packages at install time): its folder beside ``twin/`` is then
+    used, and where there is none the error says to reinstall."""
+    try:
+        return Path(str(resources.files(package)))
+    except ModuleNotFoundError:
+        beside = Path(__file__).resolve().parents[2] / package
+        if beside.is_dir():
+            return beside
+        raise InputError(f"rltwin's built-in {package} are missing from this installation", field=package,
+                         allowed="reinstall rltwin: pip install . (or pip install -e . in a checkout)") from None
 
 
 def builtin_profiles_dir() -> Path:
-    return _builtin_dir("hardware_profiles")
+    return builtin_dir("hardware_profiles")
 
 
 def builtin_scenarios_dir() -> Path:
-    return _builtin_dir("scenarios")
+    return builtin_dir("scenarios")
 
 
 def _names(directory: Path) -> list[str]:
