@@ -33,7 +33,7 @@ PATHS = [
     "workload.multi_turn", "reward", "reward.kind", "reward.workers", "reward.cpu_seconds",
     "reward.max_retries", "reward.latency_s", "weight_sync.method", "weight_sync.storage_bytes_per_s",
     "weight_sync.bucket_bytes", "weight_sync.gather_convert_bytes_per_s",
-    "evaluation.every_steps", "evaluation.prompts", "run.steps", "run.seed",
+    "evaluation.every_steps", "evaluation.prompts", "run.steps", "run.seed", "run.steady_tolerance",
     # added with framework profiles, streaming updates, MoE layouts, precision, schedules
     "framework", "algorithm.updates_per_sync", "placement.trainer.ep", "placement.trainer.cp",
     "placement.trainer.expert_load_imbalance", "placement.trainer.controller_positions_per_s",
