@@ -280,3 +280,15 @@ def test_run_time_ranks_by_the_whole_drifting_run():
         assert "settled" not in r.report["run"] and r.report["run"]["steps"] == 6
         assert r.to_dict()["run_time_s"] == r.report["run"]["total_s"]
     assert "run (h)" in result.render()
+
+
+def test_separate_pool_candidates_of_a_colocated_scenario_give_the_engines_their_gpus_memory():
+    scenario, base = planner._base("grpo-7b-colocated", {})  # colocated engines at 0.6
+    assert scenario.placement.rollout.gpu_memory_utilization == 0.6
+    candidates = planner._generate(base, scenario, [{}], 32, 1)
+    for c in candidates:
+        util = c.overrides.get("placement.rollout.gpu_memory_utilization")
+        assert util == (None if c.mode == "colocated" else 0.9), c.overrides
+    # a --vary of the fraction is the user's own choice, and wins
+    vary = planner._generate(base, scenario, [{"placement.rollout.gpu_memory_utilization": 0.7}], 32, 1)
+    assert {c.overrides["placement.rollout.gpu_memory_utilization"] for c in vary} == {0.7}

@@ -230,3 +230,15 @@ def test_re_simulations_stop_at_steady_state_and_a_lever_that_changes_nothing_ga
     assert steady_useful(base) != base.useful_trajectories_per_hour  # the 24-step figure differs
     # the pressured run stopped early too: its step time is a mean over fewer steps
     assert by["rollout_gpus_x2"].gain > 0
+
+
+@pytest.mark.parametrize("shared, alone", [(0.6, 0.9), (0.95, None)])
+def test_engines_re_placed_on_their_own_gpus_take_the_dedicated_memory_fraction(shared, alone):
+    from twin.verdict import _splits
+
+    data = small(cluster={"nodes": 2, "gpus_per_node": 8},
+                 placement={"mode": "colocated", "rollout": {"tp": 2, "gpu_memory_utilization": shared}})
+    report = runner.run(data)
+    for split in _splits(report.plan, report):
+        # the fraction a colocated engine leaves the trainer no longer binds; a larger one is kept
+        assert split.get("placement.rollout.gpu_memory_utilization") == alone

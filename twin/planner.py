@@ -31,7 +31,7 @@ from typing import Any
 
 from twin import executors, runner
 from twin.errors import InputError, choices
-from twin.modes import MODES
+from twin.modes import MODES, engines_on_their_own_gpus
 
 EXHAUSTIVE_LIMIT = 256     # feasible candidates simulated at full steps without screening
 FIRST_RUNG_STEPS = 3       # successive halving: steps of the first (cheapest) rung
@@ -547,6 +547,8 @@ def _generate(base: dict, scenario, combos: list[dict], gpus: int, max_staleness
     """Every candidate, in a fixed order: axes combination, mode, engine tp, split."""
     out: list[Candidate] = []
     given = frozenset(scenario.placement.trainer.model_fields_set)  # as the user's scenario sets them
+    # a colocated scenario's engines, on GPUs of their own in a separate-pool candidate
+    alone = engines_on_their_own_gpus(scenario.placement.mode, scenario.placement.rollout.gpu_memory_utilization)
     for combo in combos:
         try:  # the combination's own sizes (an axis may change the node or the model)
             ctx = replace(_context(runner.load(base, {**combo, **_PROBE})), trainer_given=given)
@@ -563,7 +565,8 @@ def _generate(base: dict, scenario, combos: list[dict], gpus: int, max_staleness
                 for rollout, trainer in pools:
                     o = {"cluster.nodes": nodes, "placement.mode": mode_name, "placement.rollout.gpus": rollout,
                          "placement.trainer.gpus": trainer, "placement.rollout.tp": tp,
-                         "algorithm.staleness": staleness, "algorithm.partial_rollout": partial, **combo}
+                         "algorithm.staleness": staleness, "algorithm.partial_rollout": partial,
+                         **(alone if mode_name != "colocated" else {}), **combo}
                     out.append(Candidate(len(out), o, ctx))
     return out
 

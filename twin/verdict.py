@@ -9,7 +9,9 @@ comparing useful experience per hour (trajectories that reach the optimizer with
 staleness bound).
 
 A pressure that needs more GPUs adds nodes of the same kind; one that a deployment mode cannot
-express (staleness on colocated GPUs) re-places the same GPUs as separate pools. How to split
+express (staleness on colocated GPUs) re-places the same GPUs as separate pools, whose engines,
+alone on their GPUs, take vLLM's default memory fraction where the colocated one was smaller
+(:func:`twin.modes.engines_on_their_own_gpus`). How to split
 them is itself the question a planner would ask, so the verdict tries the splits between two
 bounds and keeps the best: the rollout pool needs at least its share of the work at full batch
 (what it does once the tail no longer idles it) and at most its share of the step's time.
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from twin.errors import InputError, choices
+from twin.modes import engines_on_their_own_gpus
 from twin.plan import Plan
 from twin.runner import Report, simulate_many
 
@@ -136,7 +139,8 @@ def _split(plan: Plan, share: float) -> Overrides:
     trainer = total - rollout
     staged = trainer - trainer % math.lcm(group, t.pp * t.ep)  # and stages that ep divides
     trainer = staged if staged else trainer - trainer % group  # none: the scenario's check says why
-    return {"placement.mode": "async", "placement.rollout.gpus": rollout, "placement.trainer.gpus": trainer}
+    return {"placement.mode": "async", "placement.rollout.gpus": rollout, "placement.trainer.gpus": trainer,
+            **engines_on_their_own_gpus(plan.mode.name, plan.placement.rollout.gpu_memory_utilization)}
 
 
 SPLITS_TRIED = 5  # shares from the lower bound to the upper, evenly spaced
