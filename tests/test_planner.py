@@ -292,3 +292,18 @@ def test_separate_pool_candidates_of_a_colocated_scenario_give_the_engines_their
     # a --vary of the fraction is the user's own choice, and wins
     vary = planner._generate(base, scenario, [{"placement.rollout.gpu_memory_utilization": 0.7}], 32, 1)
     assert {c.overrides["placement.rollout.gpu_memory_utilization"] for c in vary} == {0.7}
+
+
+def test_colocated_candidates_of_a_separate_pool_scenario_take_the_memory_fraction_that_fits_beside_the_trainer():
+    from twin.cost.memory import resident_trainer_bytes
+
+    scenario, base = planner._base("grpo-8b-disaggregated", {"model": "qwen2.5-32b"})
+    assert scenario.placement.rollout.gpu_memory_utilization == 0.9  # its engines have GPUs of their own
+    candidates = [c for c in planner._generate(base, scenario, [{}], 64, 0) if c.mode == "colocated"]
+    feasible, _, _ = planner._prune(base, candidates)
+    assert feasible  # at 0.9 beside the resident trainer state vLLM would refuse to start
+    for c in feasible:
+        util = c.overrides["placement.rollout.gpu_memory_utilization"]
+        plan = runner.plan(apply_overrides(base, c.overrides))
+        cap = plan.gpu.memory.capacity_bytes
+        assert util == int((cap - resident_trainer_bytes(plan)) / cap * 100) / 100 < 0.9

@@ -618,6 +618,11 @@ def _prune(base: dict, candidates: list[Candidate]) -> tuple[list[Candidate], di
             continue
         plan = resolve(scenario)
         problem = memory_problem(plan)
+        if problem is not None and problem.field == "placement.rollout" and plan.mode.shares_gpus:
+            fixed = _engine_remedy(base, cand, plan)
+            if fixed is not None:
+                cand, plan = fixed
+                problem = memory_problem(plan)
         if problem is not None and problem.field and problem.field.startswith("placement.trainer"):
             fixed = _trainer_remedy(base, cand, plan)
             if fixed is not None:
@@ -627,6 +632,28 @@ def _prune(base: dict, candidates: list[Candidate]) -> tuple[list[Candidate], di
             continue
         feasible.append(cand)
     return feasible, pruned, examples
+
+
+def _engine_remedy(base: dict, cand: Candidate, plan) -> tuple[Candidate, Any] | None:
+    """A colocated candidate whose engine budget does not fit beside the trainer state left on
+    its GPUs (vLLM refuses to start), given the largest memory fraction that does, in
+    hundredths — what a team sets when it colocates a run its scenario describes on separate
+    pools (0.9 there). A fraction the user varies is left as given. The candidate and its plan,
+    or None when no fraction leaves the engine its budget."""
+    from twin.config.load import apply_overrides
+    from twin.cost.memory import resident_trainer_bytes, rollout_memory
+    from twin.plan import resolve
+
+    path = "placement.rollout.gpu_memory_utilization"
+    if path in cand.overrides:
+        return None
+    cap = plan.gpu.memory.capacity_bytes
+    fits = math.floor((cap - resident_trainer_bytes(plan)) / cap * 100) / 100
+    if not 0 < fits < plan.placement.rollout.gpu_memory_utilization:
+        return None
+    overrides = {**cand.overrides, path: fits}
+    trial = resolve(runner.load(apply_overrides(base, overrides)))
+    return (replace(cand, overrides=overrides), trial) if rollout_memory(trial).fits else None
 
 
 def _trainer_remedy(base: dict, cand: Candidate, plan) -> Candidate | None:

@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from twin.runner import plan as plan_of
-from twin.cost.memory import (max_sequence_tokens, rollout_memory, trainer_activation_bytes, trainer_memory,
-                              trainer_state_bytes)
+from twin.cost.memory import (max_sequence_tokens, resident_trainer_bytes, rollout_memory, trainer_activation_bytes,
+                              trainer_memory, trainer_state_bytes)
 
 
 def test_llama70b_zero3_on_64_gpus_holds_16_bytes_per_param_sharded():
@@ -37,6 +37,37 @@ def test_kv_cache_is_what_the_engine_budget_leaves():
     m = rollout_memory(s)
     assert m.used_bytes == pytest.approx(s.cluster.gpu.memory.capacity_bytes * 0.9)
     assert m.items["KV cache"] > 40e9
+
+
+def test_a_colocated_engines_kv_is_its_budget_less_its_own_weights_the_trainer_state_lies_outside():
+    # vLLM sizes its KV cache as gpu_memory_utilization × the GPU less its own weights and
+    # activations; what the trainer keeps on the GPU only has to fit beside that budget.
+    data = {"model": "qwen2.5-7b", "cluster": {"nodes": 1}, "placement": {"mode": "colocated",
+            "rollout": {"gpu_memory_utilization": 0.6}, "trainer": {"zero_stage": 3}}}
+    shared, alone = plan_of(data), plan_of(data, ["placement.mode=disaggregated"])
+    cap = shared.cluster.gpu.memory.capacity_bytes
+    resident = resident_trainer_bytes(shared)
+    assert resident == pytest.approx(sum(trainer_state_bytes(shared.model, shared).values()))
+    assert resident_trainer_bytes(alone) == 0.0
+    m = rollout_memory(shared)
+    assert m.fits and m.used_bytes == pytest.approx(cap * 0.6) and not any("trainer" in k for k in m.items)
+    # offloaded state leaves the GPU: nothing resident
+    offloaded = plan_of(data, ["placement.trainer.offload_params=true", "placement.trainer.offload_optimizer=true"])
+    assert resident_trainer_bytes(offloaded) == 0.0
+
+
+def test_an_engine_budget_the_resident_trainer_leaves_no_room_for_is_refused_with_the_fraction_that_fits():
+    data = {"model": "qwen2.5-7b", "cluster": {"nodes": 1}, "placement": {"mode": "colocated",
+            "rollout": {"gpu_memory_utilization": 0.9}, "trainer": {"zero_stage": 1}}}
+    s = plan_of(data)
+    cap, resident = s.cluster.gpu.memory.capacity_bytes, resident_trainer_bytes(s)
+    assert 0.9 * cap + resident > cap  # 4 bytes a parameter of a 7.6B model, and 12 over 8 GPUs
+    m = rollout_memory(s)
+    assert not m.fits and "vLLM refuses to start" in m.problem
+    assert f"at most {(cap - resident) / cap:.2f}" in m.fix
+    assert rollout_memory(plan_of(data, [f"placement.rollout.gpu_memory_utilization={(cap - resident) / cap - 0.01:.3f}"])).fits
+    unsharded = rollout_memory(plan_of(data, ["placement.trainer.zero_stage=0"]))  # 16 bytes a parameter: no fraction fits
+    assert "offload the trainer's state" in unsharded.fix
 
 
 def test_max_sequence_counts_turns_and_tool_replies():

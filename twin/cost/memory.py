@@ -12,6 +12,9 @@ With expert parallelism the routed experts are split by ep·pp and ZeRO-sharded 
 expert-data-parallel ranks, the rest by tp·pp and over dp·cp·sp (Megatron's MoE folding).
 The inference engine follows vLLM: it may take ``gpu_memory_utilization`` of the device for
 weights, activations and KV cache; what is left after weights and activations is KV cache.
+On GPUs shared with the trainer (colocated), the trainer's state that is not offloaded stays
+resident beside that budget — vLLM checks at start-up that the free memory covers its budget,
+so budget + resident state must fit the GPU (:func:`resident_trainer_bytes`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class RoleMemory:
     items: dict[str, float] = field(default_factory=dict)
     problem: str | None = None
     field_path: str | None = None
+    fix: str | None = None  # what to change, where the problem has one answer
 
     @property
     def used_bytes(self) -> float:
@@ -149,13 +153,6 @@ def rollout_memory(plan: Plan) -> RoleMemory:
     arch, cap = plan.model, plan.gpu.memory.capacity_bytes
     r = plan.placement.rollout
     items: dict[str, float] = {}
-    if plan.mode.shares_gpus:
-        # The trainer's state stays resident while the engine runs, unless it is offloaded.
-        t = plan.placement.trainer
-        for k, v in trainer_state_bytes(arch, plan).items():
-            offloaded = t.offload_optimizer if k.startswith("optimizer") else t.offload_params
-            if not offloaded:
-                items[f"trainer {k}"] = v
     # placement.rollout.dtype: the engine holds its weights at that dtype
     items["weights"] = engine_weight_bytes(arch, r) * DTYPE_BYTES[plan.rollout_dtype] / arch.bytes_per_param
     items["activation workspace"] = engine_workspace_bytes(arch, plan)
@@ -164,8 +161,18 @@ def rollout_memory(plan: Plan) -> RoleMemory:
     max_len = max_sequence_tokens(plan)
     # in whole KV blocks: the engine holds a sequence only if its blocks fit
     need = -(-max_len // r.block_size) * r.block_size * kv_bytes_per_token(plan) / engine_kv_shards(arch, r)
-    problem = None
-    if kv <= 0:
+    problem = fix = None
+    resident = resident_trainer_bytes(plan)
+    if budget + resident > cap:
+        # vLLM's start-up check: the memory free when it starts must cover its whole budget
+        room = (cap - resident) / cap
+        fix = (f"lower gpu_memory_utilization to at most {room:.2f}" if room >= 0.05 else
+               "offload the trainer's state (placement.trainer.offload_params, offload_optimizer) or shard it "
+               "over more GPUs")
+        problem = (f"the engine's budget ({r.gpu_memory_utilization:g} of {cap / GiB:.1f} GiB) and the trainer "
+                   f"state left on each GPU while it generates ({resident / GiB:.1f} GiB) exceed the GPU: "
+                   f"vLLM refuses to start")
+    elif kv <= 0:
         problem = (f"weights and workspace take {sum(items.values()) / GiB:.1f} GiB per rollout GPU "
                    f"of its {budget / GiB:.1f} GiB budget, leaving nothing for the KV cache")
     elif kv < need:
@@ -173,7 +180,20 @@ def rollout_memory(plan: Plan) -> RoleMemory:
                    f"{max_len}-token sequence in {r.block_size}-token blocks ({need / GiB:.2f} GiB)")
     items["KV cache"] = max(kv, 0.0)
     return RoleMemory("rollout", budget, items, problem,
-                      "placement.rollout" if problem else None)
+                      "placement.rollout" if problem else None, fix)
+
+
+def resident_trainer_bytes(plan: Plan) -> float:
+    """Trainer state that stays on a shared GPU while the engine generates (colocated, not
+    offloaded). It lies outside the engine's ``gpu_memory_utilization`` budget: vLLM sizes its KV
+    cache as the budget less its own weights and activations, and refuses to start when the free
+    memory at start-up (the GPU less what the trainer holds) is below the budget. Zero on GPUs
+    of the engine's own."""
+    if not plan.mode.shares_gpus:
+        return 0.0
+    t = plan.placement.trainer
+    return sum(v for k, v in trainer_state_bytes(plan.model, plan).items()
+               if not (t.offload_optimizer if k.startswith("optimizer") else t.offload_params))
 
 
 def trainer_memory(plan: Plan) -> RoleMemory:
@@ -220,5 +240,5 @@ def memory_problem(plan: Plan, file: str | None = None) -> InputError | None:
     for m in memory_report(plan):
         if not m.fits:
             return InputError(f"model does not fit in memory: {m.problem}", file=file,
-                              field=m.field_path, allowed=hints[m.role])
+                              field=m.field_path, allowed=m.fix or hints[m.role])
     return None
