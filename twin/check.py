@@ -8,7 +8,7 @@ import yaml
 
 from twin.config.scenario import resolved_dict
 from twin.cost.engine import engine_costs
-from twin.cost.memory import GiB, memory_report
+from twin.cost.memory import GiB, memory_report, resident_trainer_bytes
 from twin.cost.phases import generation_bound, phase_estimates, sample_step, step_estimate
 from twin.lint import warnings
 from twin.plan import Plan
@@ -32,6 +32,8 @@ def check_report(plan: Plan) -> dict[str, Any]:
             for m in memory
         },
     }
+    if plan.mode.shares_gpus:  # beside the engine's budget on every shared GPU, while it generates
+        report["memory"]["rollout"]["trainer_resident_gib"] = round(resident_trainer_bytes(plan) / GiB, 3)
     if all(m.fits for m in memory):
         step = sample_step(plan)
         phases = phase_estimates(plan, step)
@@ -82,6 +84,8 @@ def render_check(plan: Plan, report: dict[str, Any], resolved: bool = False) -> 
         lines.append(f"  {role:8s} {m['used_gib']:8.1f} of {m['capacity_gib']:6.1f} {of}: {verdict}")
         for item, gib in m["items_gib"].items():
             lines.append(f"      {item:40s} {gib:8.2f}")
+        if "trainer_resident_gib" in m:
+            lines.append(f"      {'(beside it: trainer state not offloaded)':40s} {m['trainer_resident_gib']:8.2f}")
         if m["problem"]:
             lines.append(f"      ! {m['problem']}")
     est = report.get("estimate")
