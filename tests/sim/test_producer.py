@@ -83,12 +83,12 @@ class Log:
         pool = prod.pool
         submit, advance, interrupt = pool.submit, pool.advance, pool.interrupt
 
-        def logged_submit(ids, prompt_tokens, new_tokens, arrival):
+        def logged_submit(ids, prompt_tokens, new_tokens, arrival, follow=None):
             self.submits.append((float(np.max(arrival)), np.atleast_1d(np.asarray(ids)).copy()))
-            return submit(ids, prompt_tokens, new_tokens, arrival)
+            return submit(ids, prompt_tokens, new_tokens, arrival, follow)
 
-        def logged_advance(until=math.inf, *, settle=False):
-            return self._note(advance(until, settle=settle))
+        def logged_advance(until=math.inf, *, settle=False, since=None):
+            return self._note(advance(until, settle=settle, since=since))
 
         def logged_interrupt(at, *, keep):
             events, dropped = interrupt(at, keep=keep)

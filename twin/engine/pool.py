@@ -164,10 +164,9 @@ class EnginePool:
         total = prompts + news
         if follow is not None:
             follow = self._check_follow(n, follow)
-            if follow[0].sum():
-                starts = np.r_[0, np.cumsum(follow[0])[:-1]]
-                grown = np.add.reduceat(follow[2] + follow[3], starts)
-                total = total + np.where(follow[0] > 0, grown, 0)
+            ends = np.cumsum(follow[0])
+            grown = np.r_[0, np.cumsum(follow[2] + follow[3])]
+            total = total + grown[ends] - grown[ends - follow[0]]
         if total.max() > self._max_tokens:
             raise ValueError(f"a trajectory of {total.max()} tokens exceeds the engine's "
                              f"KV cache of {self._max_tokens} tokens")
