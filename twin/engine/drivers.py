@@ -141,17 +141,6 @@ def _advance_one(static, req, arrival, running, waiting, free_slots, eng, engf, 
 
 
 @njit
-def advance_engines(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
-                    which, until, ev_i, ev_t, sp_e, sp_t, counts):
-    """Advance each engine in ``which`` to ``until``; finishes and closed spans go to the buffers."""
-    scratch = np.empty((4, params[MAX_SEQS]), np.int64)
-    unlimited = np.int64(1) << 62
-    for e in which:
-        _advance_one(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
-                     e, until, unlimited, scratch, ev_i, ev_t, sp_e, sp_t, counts)
-
-
-@njit
 def peek_engines(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
                  which, out):
     """``out[i]``: time of the next finish on engine ``which[i]`` if nothing else is submitted.

@@ -217,7 +217,8 @@ class EnginePool:
         return _sorted(*self._backend.preview(self._steps(until, False, since)))
 
     def next_event_time(self) -> float:
-        """When the earliest pending segment finishes if nothing else is submitted (inf: none)."""
+        """When the earliest turn on an engine finishes if nothing else is submitted (inf: none;
+        a turn waiting on its tool counts only once it is back: see :meth:`next_return_time`)."""
         busy = self.outstanding() > 0
         self._next[~busy] = math.inf
         self._dirty[~busy] = False

@@ -312,10 +312,12 @@ class Producer:
         done_ids, done_at, done_step = ids[~more], times[~more], step[~more]
         # Rewards are scored a step at a time, as the finishes of one window used to be (the
         # reward service draws its samples per call).
+        if len(done_ids) == 0:
+            return
         cuts = np.flatnonzero(np.diff(done_step)) + 1
         for chunk_ids, chunk_at in zip(np.split(done_ids, cuts), np.split(done_at, cuts)):
-            if len(chunk_ids):
-                self._score(chunk_ids, chunk_at)
+            self._score(chunk_ids, chunk_at)
+        self._group_progress(done_ids)
 
     def _score(self, done_ids: np.ndarray, done_at: np.ndarray) -> None:
         """Trajectories whose last turn finished at ``done_at``: their rewards."""
@@ -325,11 +327,10 @@ class Producer:
         start, end, ok = self.reward.score(done_at, traj.context[done])
         self.timeline.add_many(f"reward/{self.plan.reward.kind}", "reward", start, end)
         traj.reward_end[done], traj.ok[done] = end, ok
-        self._group_progress(done_ids, end)
 
-    def _group_progress(self, ids: np.ndarray, end: np.ndarray) -> None:
-        """Trajectories ``ids`` are done (rewards end at ``end``): count them into their
-        groups; a complete group is ready when its last reward ends."""
+    def _group_progress(self, ids: np.ndarray) -> None:
+        """Trajectories ``ids`` are done (their rewards scored): count them into their groups;
+        a complete group is ready when its last reward ends."""
         groups, traj = self.groups, self.trajectories
         of = traj.group[ids - traj.base]
         np.add.at(groups.done, of - groups.base, 1)
