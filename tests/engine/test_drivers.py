@@ -209,3 +209,29 @@ def test_in_pool_turns_agree_with_turns_driven_from_outside(case):
     assert {(i, t + 1) for i, t in inside.finished} == set(outside.finished)
     for (i, t), at in inside.finished.items():
         assert math.isclose(at, outside.finished[(i, t + 1)], rel_tol=1e-9, abs_tol=1e-12), (i, t)
+
+
+@pytest.mark.parity
+def test_returns_routed_to_an_engine_with_no_free_slot_grow_its_slots():
+    # round robin over 2 engines, 16 slots each: engine 0 holds 16 long requests when engine
+    # 1's 16 short ones come back from their tools, half of them routed to engine 0
+    costs = synthetic_costs(max_num_seqs=32, budget=64, kv_tokens=1 << 16)
+    results = []
+    for backend in ("kernel", "reference"):
+        pool = EnginePool(costs, 2, router="round_robin", backend=backend)
+        ids = np.arange(32)
+        long = ids % 2 == 0
+        follow = ((~long).astype(int), np.full(16, 0.01), np.full(16, 5), np.full(16, 5))
+        pool.submit(ids, 10, np.where(long, 400, 5), 0.0, follow)
+        if backend == "kernel":
+            assert pool._backend.s.cap == 16
+        events = pool.advance()
+        results.append(events)
+        assert sorted(events.ids.tolist()) == sorted(ids.tolist() + ids[~long].tolist())
+        assert (events.engines == 0).sum() == 16 + 8  # half the second turns went to engine 0
+        if backend == "kernel":
+            assert pool._backend.s.cap > 16
+    kernel, reference = results
+    np.testing.assert_array_equal(kernel.ids, reference.ids)
+    np.testing.assert_array_equal(kernel.engines, reference.engines)
+    np.testing.assert_allclose(kernel.times, reference.times, rtol=1e-9)

@@ -108,20 +108,15 @@ class KernelBackend:
                                 engines, ids, prompts, news, arrivals, first, last)
 
     def _buffers(self, s: PoolArrays, t: TurnArrays):
-        """Event and span buffers that hold every turn still to finish, with room for the
-        returns routed meanwhile (any engine may receive all of them)."""
+        """Event and span buffers that hold every turn still to finish."""
         req = s.req
         held = s.outstanding()
         _, ret = t.heap_view()
-        follow_ups = int((req[:, TURN_END] - req[:, TURN_NEXT]).sum())
-        multi = int((req[:, TURN_END] > req[:, TURN_NEXT]).sum()) + t.pending
-        if multi:
-            s.reserve(int(held.max()) + multi)
-            t.reserve_returns(multi + 1)
-        n = (int(held.sum()) + follow_ups + t.pending + int((ret[RET_END] - ret[RET_NEXT]).sum())
-             + held.size + 1)
+        t.reserve_returns(int((req[:, TURN_END] > req[:, TURN_NEXT]).sum()) + t.pending + 1)
+        n = (int(held.sum()) + int((req[:, TURN_END] - req[:, TURN_NEXT]).sum()) + t.pending
+             + int((ret[RET_END] - ret[RET_NEXT]).sum()) + held.size + 1)
         return (np.empty((EV_FIELDS, n), np.int64), np.empty(n, np.float64), np.empty(n + held.size, np.int64),
-                np.empty((2, n + held.size), np.float64), np.zeros(2, np.int64))
+                np.empty((2, n + held.size), np.float64), np.zeros(3, np.int64))
 
     def _keep_spans(self, sp_e, sp_t, n) -> None:
         if n:
@@ -129,11 +124,17 @@ class KernelBackend:
 
     def _run(self, s: PoolArrays, t: TurnArrays, steps: Steps):
         ev_i, ev_t, sp_e, sp_t, counts = self._buffers(s, t)
-        drivers.advance_pool(self.static, s.req, s.arrival, s.running, s.waiting, s.free_slots, s.eng,
-                             s.engf, self.kc.tab, self.kc.cf, self.kc.params, steps.dirty, steps.next,
-                             steps.rr, steps.router, float(steps.since), float(steps.until),
-                             bool(steps.settle), float(steps.gap), t.ret_t, t.ret_i, t.pstate,
-                             t.fu_t, t.fu_i, t.base, ev_i, ev_t, sp_e, sp_t, counts)
+        since, resume, at = steps.since, False, np.zeros(1)
+        while True:
+            full = drivers.advance_pool(
+                self.static, s.req, s.arrival, s.running, s.waiting, s.free_slots, s.eng, s.engf,
+                self.kc.tab, self.kc.cf, self.kc.params, steps.dirty, steps.next, steps.rr, steps.router,
+                float(since), float(steps.until), bool(steps.settle), float(steps.gap), resume,
+                t.ret_t, t.ret_i, t.pstate, t.fu_t, t.fu_i, t.base, ev_i, ev_t, sp_e, sp_t, counts, at)
+            if full < 0:
+                break
+            s.reserve(2 * s.cap)  # a tool return found its engine's slots all taken
+            since, resume = float(at[0]), True
         k = counts[0]
         return tuple(a[:k].copy() for a in (ev_i[EV_ID], ev_t, ev_i[EV_ENGINE], ev_i[EV_LEFT],
                                            ev_i[EV_STEP])), (sp_e, sp_t, counts[1])
@@ -219,8 +220,21 @@ class ReferenceBackend:
 
     def _run(self, engines, returns, steps: Steps) -> Finishes:
         rows = []
-        start, step = steps.since, 0
+        start, step, stepped = steps.since, 0, False
         while True:
+            while returns and returns[0][0] <= start:  # the last step's returns
+                t, _, i, prompt, new, follow = heapq.heappop(returns)
+                if steps.router == LEAST_LOADED:
+                    loads = [e.outstanding for e in engines]
+                    k = loads.index(min(loads))
+                else:
+                    k = int(steps.rr[0]) % len(engines)
+                    steps.rr[0] = (k + 1) % len(engines)
+                engines[k].submit(i, prompt, new, t, follow)
+                steps.dirty[k] = True
+            if stepped and start >= steps.until:
+                break
+            stepped = True
             held = sum(e.outstanding for e in engines)
             if held == 0 and not returns:
                 break
@@ -247,20 +261,8 @@ class ReferenceBackend:
                                                      new, r.follow[1:]))
                             self.seq += 1
                     steps.dirty[k] = True
-            while returns and returns[0][0] <= end:
-                t, _, i, prompt, new, follow = heapq.heappop(returns)
-                if steps.router == LEAST_LOADED:
-                    loads = [e.outstanding for e in engines]
-                    k = loads.index(min(loads))
-                else:
-                    k = int(steps.rr[0]) % len(engines)
-                    steps.rr[0] = (k + 1) % len(engines)
-                engines[k].submit(i, prompt, new, t, follow)
-                steps.dirty[k] = True
             step += 1
             start = end
-            if end >= steps.until:
-                break
         if not rows:
             return _empty_triple() + (np.empty(0, np.int64), np.empty(0, np.int64))
         return tuple(np.array(c, dtype) for c, dtype in

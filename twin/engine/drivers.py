@@ -114,9 +114,10 @@ def pop_return(ret_t, ret_i, pstate, out):
 
 
 @njit
-def route_one(router, eng, rr, cap):
-    """The engine for one request: round robin from ``rr[0]``, or the fewest outstanding
-    requests, lowest index on ties (twin.engine.router's rules, one request at a time)."""
+def pick_engine(router, eng, rr, cap):
+    """The engine for one request: round robin from ``rr[0]`` (the caller moves it on), or the
+    fewest outstanding requests, lowest index on ties (twin.engine.router's rules, one request
+    at a time)."""
     engines = eng.shape[0]
     if router == LEAST_LOADED:
         best, load = 0, cap - eng[0, NFREE]
@@ -124,10 +125,7 @@ def route_one(router, eng, rr, cap):
             if cap - eng[e, NFREE] < load:
                 best, load = e, cap - eng[e, NFREE]
         return best
-    e = rr[0] % engines
-    rr[0] = (e + 1) % engines
-    return e
-
+    return rr[0] % engines
 
 @njit
 def _advance_one(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
@@ -206,8 +204,8 @@ def _next_finish(static, req, arrival, running, waiting, free_slots, eng, engf, 
 
 @njit
 def advance_pool(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
-                 dirty, nxt, rr, router, since, until, settle, gap,
-                 ret_t, ret_i, pstate, fu_t, fu_i, fu_base, ev_i, ev_t, sp_e, sp_t, counts):
+                 dirty, nxt, rr, router, since, until, settle, gap, resume,
+                 ret_t, ret_i, pstate, fu_t, fu_i, fu_base, ev_i, ev_t, sp_e, sp_t, counts, at):
     """Advance the pool from ``since`` to ``until`` in lockstep steps (see the module).
 
     In each step the engines with work run to its end — all of them with ``settle``,
@@ -215,7 +213,11 @@ def advance_pool(static, req, arrival, running, waiting, free_slots, eng, engf, 
     falls in the step — a finished turn with turns left is held until its tool returns, and
     the returns due by the step's end are routed and queued. Stops early once the pool holds
     nothing (no request, no return), so the caller can admit work at its last finish. Each
-    event's ``EV_STEP`` numbers the step that handled it.
+    event's ``EV_STEP`` numbers the step that handled it (``counts[2]`` steps so far).
+
+    Returns -1 when done, or the engine a return was routed to that has no free slot: the
+    caller grows the slots and calls again with ``since = at[0]`` and ``resume``, which
+    carries on where this call stopped.
     """
     engines = eng.shape[0]
     cap = req.shape[2]
@@ -223,9 +225,23 @@ def advance_pool(static, req, arrival, running, waiting, free_slots, eng, engf, 
     popped = np.empty(RET_FIELDS, np.int64)
     unlimited = np.int64(1) << 62
     start = since
-    step = 0
     scanned = counts[0]
+    stepped = resume
     while True:
+        while pstate[NRET] > 0 and ret_t[0] <= start:  # the last step's returns
+            e = pick_engine(router, eng, rr, cap)
+            if eng[e, NFREE] == 0:
+                at[0] = start
+                return e
+            if router != LEAST_LOADED:
+                rr[0] = (e + 1) % engines
+            t = pop_return(ret_t, ret_i, pstate, popped)
+            _enqueue(req, arrival, waiting, free_slots, eng, e, popped[RET_ID], popped[RET_PROMPT],
+                     popped[RET_NEW], t, popped[RET_NEXT], popped[RET_END])
+            dirty[e] = True
+        if stepped and start >= until:
+            break
+        stepped = True
         held = 0
         for e in range(engines):
             held += cap - eng[e, NFREE]
@@ -247,7 +263,7 @@ def advance_pool(static, req, arrival, running, waiting, free_slots, eng, engf, 
                              params, e, end, unlimited, scratch, ev_i, ev_t, sp_e, sp_t, counts)
                 dirty[e] = True
         for k in range(scanned, counts[0]):
-            ev_i[EV_STEP, k] = step
+            ev_i[EV_STEP, k] = counts[2]
             left = ev_i[EV_LEFT, k]
             if left > 0:
                 row = ev_i[EV_NEXT, k]
@@ -255,16 +271,9 @@ def advance_pool(static, req, arrival, running, waiting, free_slots, eng, engf, 
                 push_return(ret_t, ret_i, pstate, ev_t[k] + fu_t[r], ev_i[EV_ID, k],
                             ev_i[EV_CONTEXT, k] + fu_i[FU_REPLY, r], fu_i[FU_NEW, r], row + 1, row + left)
         scanned = counts[0]
-        while pstate[NRET] > 0 and ret_t[0] <= end:
-            t = pop_return(ret_t, ret_i, pstate, popped)
-            e = route_one(router, eng, rr, cap)
-            _enqueue(req, arrival, waiting, free_slots, eng, e, popped[RET_ID], popped[RET_PROMPT],
-                     popped[RET_NEW], t, popped[RET_NEXT], popped[RET_END])
-            dirty[e] = True
-        step += 1
+        counts[2] += 1
         start = end
-        if end >= until:
-            break
+    return -1
 
 
 @njit
