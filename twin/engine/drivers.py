@@ -8,10 +8,18 @@ turns (rows of a table: tool latency, reply tokens, tokens to generate). When a 
 with turns left, :func:`advance_pool` holds the next one on a heap of tool returns and, at its
 return time, routes it like a new request (the router sees the engines' loads of that instant)
 with its context grown by what was generated and the tool's reply — a full re-prefill, as its
-KV cache was freed at the finish. To route a return with the loads of its instant, the
-engines advance in lockstep *steps*: a step ends at the first pending return and, while
-engines hold work, at most ``gap`` (the least tool latency) after it starts, so a turn that
-finishes inside a step returns after the step's end, before any engine passed it.
+KV cache was freed at the finish.
+
+Why steps are still needed: a returning turn is routed again, as when the producer
+re-submitted each turn itself, and least-loaded routing reads every engine's load at the
+return instant, so no engine may have run past it. The engines therefore advance in lockstep
+*steps*: a step ends at the first pending return and, while engines hold work, at most
+``gap`` (the least tool latency) after it starts, so a turn that finishes inside a step
+returns after the step's end. (With ``gap == 0`` a step ends at the pool's next finish.)
+These are the windows the producer used to cut, one Python round trip each; here they cost a
+loop iteration, and reports are unchanged to the last bit. Routing a returning turn back to
+its own engine (sticky sessions, as verl's agent loop does for prefix caching) would need no
+steps at all, but it changes which engine serves a turn, so it is not done here.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ BACKENDS = {"kernel": KernelBackend, "reference": ReferenceBackend}
 class Events(NamedTuple):
     """Finished turns in time order: trajectory id, finish time, engine index, turns the
     trajectory has left after this one (0: its last), and the lockstep step of the advance
-    that handled it (finishes of one step are what one window of the old producer saw)."""
+    that handled it (twin.engine.drivers; the producer scores one step's rewards together)."""
 
     ids: np.ndarray
     times: np.ndarray
