@@ -45,13 +45,13 @@ def main() -> None:
     args = parser.parse_args()
 
     import twin
-    from twin.config.load import load_scenario
+    from twin.runner import plan as plan_of
     from twin.sim.loop import simulate
 
     fresh_process_seconds()  # make sure the Numba cache is warm
     first = fresh_process_seconds()
-    scenario = load_scenario(SCENARIO, {"run.steps": args.steps})
-    simulate(load_scenario(SCENARIO, {"run.steps": 2}))  # warm this process
+    scenario = plan_of(SCENARIO, {"run.steps": args.steps})
+    simulate(plan_of(SCENARIO, {"run.steps": 2}))  # warm this process
     profiler = cProfile.Profile() if args.profile else None
     t = time.perf_counter()
     if profiler:

@@ -42,3 +42,19 @@ def test_growing_mid_flight_keeps_fcfs_order(small_costs):
     pool.submit(np.arange(12, 60), 5, 3, pool.now)
     events = pool.advance()
     assert events.ids.tolist() == list(range(60))  # equal work: finish order is admission order
+
+
+def test_follow_up_rows_keep_their_indices_when_dead_rows_are_dropped():
+    from twin.engine.layout import FU_NEW, FU_REPLY, TurnArrays
+
+    t = TurnArrays.empty(size=4)
+    first = t.add(np.array([0.1, 0.2, 0.3]), np.array([1, 2, 3]), np.array([4, 5, 6]), first_live=0)
+    assert first == 0
+    # rows 0 and 1 are no longer referenced: room is made by dropping them, not by growing
+    second = t.add(np.array([0.4, 0.5]), np.array([7, 8]), np.array([9, 10]), first_live=2)
+    assert second == 3 and t.base == 2 and t.fu_t.size == 4
+    rows = np.arange(2, 5) - t.base
+    assert t.fu_t[rows].tolist() == [0.3, 0.4, 0.5]
+    assert t.fu_i[FU_REPLY, rows].tolist() == [3, 7, 8] and t.fu_i[FU_NEW, rows].tolist() == [6, 9, 10]
+    third = t.add(np.full(5, 1.0), np.zeros(5, np.int64), np.ones(5, np.int64), first_live=2)
+    assert third == 5 and t.base == 2 and t.fu_t.size >= 8  # everything live: it grows

@@ -83,12 +83,12 @@ class Log:
         pool = prod.pool
         submit, advance, interrupt = pool.submit, pool.advance, pool.interrupt
 
-        def logged_submit(ids, prompt_tokens, new_tokens, arrival):
+        def logged_submit(ids, prompt_tokens, new_tokens, arrival, follow=None):
             self.submits.append((float(np.max(arrival)), np.atleast_1d(np.asarray(ids)).copy()))
-            return submit(ids, prompt_tokens, new_tokens, arrival)
+            return submit(ids, prompt_tokens, new_tokens, arrival, follow)
 
-        def logged_advance(until=math.inf, *, settle=False):
-            return self._note(advance(until, settle=settle))
+        def logged_advance(until=math.inf, *, settle=False, since=None):
+            return self._note(advance(until, settle=settle, since=since))
 
         def logged_interrupt(at, *, keep):
             events, dropped = interrupt(at, keep=keep)
@@ -542,3 +542,76 @@ def test_staleness_bound_holds_when_long_groups_are_overtaken(staleness, prompts
     assert dropped.get(STALE, 0) == 2 * prod.stale_groups
     assert dropped.get(FILTERED, 0) == 2 * prod.filtered_groups
     assert trained(readies) + sum(dropped.values()) == prod.trajectories.total
+
+
+TOOLS = {"tool_calls": {"kind": "fixed", "value": 2}, "tool_latency_s": {"kind": "fixed", "value": 0.5},
+         "tool_reply_tokens": {"kind": "fixed", "value": 50}}
+
+
+class TurnLog:
+    """Every turn's finish the pool reports: (id, turns left after it) -> time."""
+
+    def __init__(self, prod: Producer) -> None:
+        self.turns: dict[tuple[int, int], float] = {}
+        pool = prod.pool
+        advance, interrupt = pool.advance, pool.interrupt
+
+        def logged_advance(until=math.inf, **kw):
+            return self._note(advance(until, **kw))
+
+        def logged_interrupt(at, *, keep):
+            events, dropped = interrupt(at, keep=keep)
+            self._note(events)
+            return events, dropped
+
+        pool.advance, pool.interrupt = logged_advance, logged_interrupt
+
+    def _note(self, events):
+        for i, t, left in zip(events.ids.tolist(), events.times.tolist(), events.left.tolist()):
+            assert (i, left) not in self.turns
+            self.turns[(i, left)] = t
+        return events
+
+
+@pytest.mark.parametrize("mode, partial", [("async", True), ("async", False), ("colocated", False)])
+def test_multi_turn_accounting_context_tool_time_and_reward_at_the_last_turn(mode, partial):
+    # 3 turns of 100 tokens, 2 tool calls of 0.5 s adding 50 tokens each
+    sandbox = {"kind": "sandbox", "workers": 2, "latency_s": {"kind": "fixed", "value": 0.2}}
+    prod = make(tiny(mode, partial=partial, prompts=2, responses=2, reward=sandbox,
+                     staleness=0 if mode == "colocated" else 1,
+                     **{"workload.multi_turn": TOOLS}))
+    log = TurnLog(prod)
+    readies = drive(prod)
+    for ready in readies:
+        assert ready.context.tolist() == [100 + 3 * 100 + 2 * 50] * 4
+        assert ready.generated.tolist() == [300] * 4
+        assert ready.last_tool_s == pytest.approx(1.0)
+    trained = {i for i, _ in log.turns if i < EVAL_ID_BASE}
+    for i in trained:
+        finishes = [log.turns.get((i, left)) for left in (2, 1, 0)]
+        if None in finishes:  # the run ended while it was in flight
+            continue
+        assert finishes[1] >= finishes[0] + 0.5 and finishes[2] >= finishes[1] + 0.5
+    last = {i: t for (i, left), t in log.turns.items() if left == 0 and i < EVAL_ID_BASE}
+    for ready in readies:  # generation ends at the last turn's finish, its reward after it
+        assert ready.last_gen_end in last.values()
+        assert ready.last_reward_end > ready.last_gen_end
+    spans = prod.timeline.freeze()
+    reward = spans.start[spans.activity == spans.activities.index("reward")]
+    assert len(reward) == len(last)  # one reward per trajectory, not per turn
+    assert np.all(np.sort(reward) >= np.sort(list(last.values())))  # a FIFO queue starts them in order
+
+
+def test_an_update_during_a_tool_call_keeps_its_return_time():
+    # partial rollout: weights arriving while a turn waits on its tool do not move its return
+    prod = make(tiny("async", partial=True, staleness=0, steps=1, **{"workload.multi_turn": TOOLS}))
+    log = TurnLog(prod)
+    prod.fill()
+    prod.advance_to(prod.pool.next_event_time() + 0.01)
+    assert prod.pool.pending_returns() == 1
+    back = prod.pool.next_return_time()
+    prod.weights_ready(prod.clock + 0.1, 1)
+    assert prod.pool.pending_returns() == 1 and prod.pool.next_return_time() == back
+    prod.advance_to(math.inf)
+    (i,) = {i for i, _ in log.turns}
+    assert log.turns[(i, 1)] > back

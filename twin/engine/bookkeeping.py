@@ -1,6 +1,7 @@
 """Kernel helpers shared by both batching policies: busy spans, events, slots, the waiting ring.
 
-Outputs go to caller-allocated buffers: ``ev_i[0|1, k]`` (request id, engine) and
+Outputs go to caller-allocated buffers: ``ev_i[:, k]`` (the ``EV_*`` fields of
+:mod:`twin.engine.layout`: request id, engine, turns left, context, follow-up row) and
 ``ev_t[k]`` for finish events, ``sp_e[k]``/``sp_t[0|1, k]`` (engine, start, end) for closed
 busy spans, with ``counts[0]`` events and ``counts[1]`` spans written so far.
 """
@@ -10,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from twin.engine import layout
-from twin.engine.layout import BUSY, CLOCK, ID, NFREE, SPAN_END, SPAN_START, WCOUNT, WHEAD
+from twin.engine.layout import (BUSY, CLOCK, EV_CONTEXT, EV_ENGINE, EV_ID, EV_LEFT, EV_NEXT, ID, NEW,
+                                NFREE, PROMPT, SPAN_END, SPAN_START, TURN_END, TURN_NEXT, WCOUNT,
+                                WHEAD)
 from twin.jit import njit
 
 
@@ -39,16 +42,22 @@ def record_busy(engf, e, start, dt, sp_e, sp_t, counts):
 @njit
 def release(req, free_slots, eng, e, slot):
     """Give a finished or dropped request's slot back to the engine."""
+    req[e, TURN_NEXT, slot] = 0  # a free slot holds no follow-up rows (the table's compaction counts on it)
+    req[e, TURN_END, slot] = 0
     free_slots[e, eng[e, NFREE]] = slot
     eng[e, NFREE] += 1
 
 
 @njit
 def emit_finish(req, free_slots, eng, engf, e, slot, ev_i, ev_t, counts):
-    """Report that the request in ``slot`` finished its segment at the engine's clock."""
+    """Report that the request in ``slot`` finished its turn at the engine's clock, with what
+    its next turn needs (the pool's driver queues that one after the tool call)."""
     k = counts[0]
-    ev_i[0, k] = req[e, ID, slot]
-    ev_i[1, k] = e
+    ev_i[EV_ID, k] = req[e, ID, slot]
+    ev_i[EV_ENGINE, k] = e
+    ev_i[EV_LEFT, k] = req[e, TURN_END, slot] - req[e, TURN_NEXT, slot]
+    ev_i[EV_CONTEXT, k] = req[e, PROMPT, slot] + req[e, NEW, slot]
+    ev_i[EV_NEXT, k] = req[e, TURN_NEXT, slot]
     ev_t[k] = engf[e, CLOCK]
     counts[0] = k + 1
     release(req, free_slots, eng, e, slot)

@@ -15,9 +15,31 @@ import numpy as np
 
 from twin.cost.engine import EngineCosts
 
-# req[engine, field, slot] (int64)
-ID, PROMPT, NEW, GENERATED, COMPUTED, BLOCKS = range(6)
-REQ_FIELDS = 6
+# req[engine, field, slot] (int64); TURN_NEXT..TURN_END: the request's follow-up turns, rows
+# of the pool's follow-up table (empty for a single-turn request)
+ID, PROMPT, NEW, GENERATED, COMPUTED, BLOCKS, TURN_NEXT, TURN_END = range(8)
+REQ_FIELDS = 8
+
+# ev_i[field, event] (int64): a finished turn, the turns left after it, the context it ends
+# with (prompt + generated), its follow-up rows, and the lockstep step that handled it
+EV_ID, EV_ENGINE, EV_LEFT, EV_CONTEXT, EV_NEXT, EV_STEP = range(6)
+EV_FIELDS = 6
+
+# ret_i[field, k] (int64), with ret_t[k] the return time: the heap of turns waiting on a tool,
+# ordered by (time, RET_SEQ); RET_SEQ numbers returns in the order their turns finished
+RET_SEQ, RET_ID, RET_PROMPT, RET_NEW, RET_NEXT, RET_END = range(6)
+RET_FIELDS = 6
+
+# pstate[field] (int64): pool-wide counters
+NRET, SEQ, RR = range(3)
+PSTATE_FIELDS = 3
+
+# fu_i[field, row] (int64), with fu_t[row] the tool's latency: one follow-up turn
+FU_REPLY, FU_NEW = range(2)
+FU_FIELDS = 2
+
+# routers, as the kernels know them
+ROUND_ROBIN, LEAST_LOADED = range(2)
 
 # eng[engine, field] (int64)
 (NRUN, WHEAD, WCOUNT, NFREE, FREE_BLOCKS, TOKENS, PREEMPTIONS, WASTED, PADDING,
@@ -150,3 +172,72 @@ def spans_touch(end: float, start: float) -> bool:
 def arrived_by(arrival: float, clock: float) -> bool:
     """Whether a request arriving at ``arrival`` is there at ``clock``."""
     return arrival <= clock + SAME_INSTANT * max(1.0, abs(clock))
+
+
+@dataclass
+class TurnArrays:
+    """Multi-turn state of a pool: the follow-up table and the heap of pending tool returns.
+
+    Follow-up rows keep global indices (row ``r`` lives at ``r - base``); rows no request
+    points at any more are dropped when the table would grow, so memory follows the
+    trajectories in flight.
+    """
+
+    ret_t: np.ndarray     # (P,) float64 return times (a heap, see drivers.push_return)
+    ret_i: np.ndarray     # (RET_FIELDS, P) int64
+    pstate: np.ndarray    # (PSTATE_FIELDS,) int64
+    fu_t: np.ndarray      # (F,) float64 tool latency before each follow-up turn
+    fu_i: np.ndarray      # (FU_FIELDS, F) int64 reply tokens, tokens to generate
+    base: int = 0         # global index of fu row 0
+    held: int = 0         # rows in use
+
+    @classmethod
+    def empty(cls, size: int = 16) -> "TurnArrays":
+        return cls(np.zeros(size), np.zeros((RET_FIELDS, size), np.int64),
+                   np.zeros(PSTATE_FIELDS, np.int64), np.zeros(size), np.zeros((FU_FIELDS, size), np.int64))
+
+    @property
+    def pending(self) -> int:
+        """Turns waiting on a tool."""
+        return int(self.pstate[NRET])
+
+    def heap_view(self) -> tuple[np.ndarray, np.ndarray]:
+        """(return times, RET_* fields) of the pending returns, in heap order."""
+        n = self.pending
+        return self.ret_t[:n], self.ret_i[:, :n]
+
+    def reserve_returns(self, needed: int) -> None:
+        """Room for ``needed`` pending returns."""
+        size = self.ret_t.size
+        if needed <= size:
+            return
+        size = max(needed, 2 * size)
+        ret_t, ret_i = np.zeros(size), np.zeros((RET_FIELDS, size), np.int64)
+        ret_t[: self.ret_t.size], ret_i[:, : self.ret_t.size] = self.ret_t, self.ret_i
+        self.ret_t, self.ret_i = ret_t, ret_i
+
+    def add(self, tool_s: np.ndarray, reply: np.ndarray, new: np.ndarray, first_live: int) -> int:
+        """Append follow-up rows; returns the global index of the first. ``first_live``: the
+        lowest row still referenced (rows below it may be dropped)."""
+        n = tool_s.size
+        if self.held + n > self.fu_t.size:
+            k = min(max(0, first_live - self.base), self.held)
+            self.fu_t[: self.held - k] = self.fu_t[k: self.held]
+            self.fu_i[:, : self.held - k] = self.fu_i[:, k: self.held]
+            self.held -= k
+            self.base += k
+        if self.held + n > self.fu_t.size:
+            size = max(self.held + n, 2 * self.fu_t.size)
+            fu_t, fu_i = np.zeros(size), np.zeros((FU_FIELDS, size), np.int64)
+            fu_t[: self.held], fu_i[:, : self.held] = self.fu_t[: self.held], self.fu_i[:, : self.held]
+            self.fu_t, self.fu_i = fu_t, fu_i
+        first = self.base + self.held
+        self.fu_t[self.held: self.held + n] = tool_s
+        self.fu_i[FU_REPLY, self.held: self.held + n] = reply
+        self.fu_i[FU_NEW, self.held: self.held + n] = new
+        self.held += n
+        return first
+
+    def copy(self) -> "TurnArrays":
+        return TurnArrays(self.ret_t.copy(), self.ret_i.copy(), self.pstate.copy(), self.fu_t,
+                          self.fu_i, self.base, self.held)

@@ -29,12 +29,13 @@ from twin.engine.layout import arrived_by, spans_touch, total_blocks
 
 
 class Request:
-    """One segment of a trajectory inside an engine."""
+    """One turn of a trajectory inside an engine; ``follow``: the turns after it, each
+    (tool latency s, reply tokens, tokens to generate)."""
 
-    __slots__ = ("id", "prompt", "new", "arrival", "generated", "computed", "blocks")
+    __slots__ = ("id", "prompt", "new", "arrival", "follow", "generated", "computed", "blocks")
 
-    def __init__(self, id: int, prompt: int, new: int, arrival: float) -> None:
-        self.id, self.prompt, self.new, self.arrival = id, prompt, new, arrival
+    def __init__(self, id: int, prompt: int, new: int, arrival: float, follow: tuple = ()) -> None:
+        self.id, self.prompt, self.new, self.arrival, self.follow = id, prompt, new, arrival, follow
         self.generated = self.computed = self.blocks = 0
 
     @property
@@ -65,8 +66,8 @@ class _Engine:
         self.open_span: list[float] | None = None
         self.waiting: deque[Request] = deque()
 
-    def submit(self, id: int, prompt: int, new: int, arrival: float) -> None:
-        self.waiting.append(Request(id, prompt, new, arrival))
+    def submit(self, id: int, prompt: int, new: int, arrival: float, follow: tuple = ()) -> None:
+        self.waiting.append(Request(id, prompt, new, arrival, follow))
 
     def _busy(self, start: float, dt: float) -> None:
         self.busy_s += dt
@@ -163,9 +164,10 @@ class ContinuousEngine(_Engine):
         p.pairs += m * r.computed + m * (m + 1) // 2
         p.kv += r.computed
 
-    def advance(self, until: float, max_events: int | None = None) -> list[tuple[int, float]]:
-        """Run iterations that end by ``until``; stop early after ``max_events`` finishes."""
-        events: list[tuple[int, float]] = []
+    def advance(self, until: float, max_events: int | None = None) -> list[tuple[Request, float]]:
+        """Run iterations that end by ``until``; stop early after ``max_events`` finishes.
+        Returns (request, finish time) per finish."""
+        events: list[tuple[Request, float]] = []
         while max_events is None or len(events) < max_events:
             if not self.running and not self._wake_if_idle(until):
                 break
@@ -199,7 +201,7 @@ class ContinuousEngine(_Engine):
         still = []
         for r in self.running:
             if r.generated == r.new:
-                events.append((r.id, self.clock))
+                events.append((r, self.clock))
                 self.free_blocks += r.blocks
             else:
                 still.append(r)
@@ -265,9 +267,9 @@ class StaticEngine(_Engine):
             done += m
         return batch * one
 
-    def advance(self, until: float, max_events: int | None = None) -> list[tuple[int, float]]:
+    def advance(self, until: float, max_events: int | None = None) -> list[tuple[Request, float]]:
         """Run the batch (and the next ones) while iterations end by ``until``."""
-        events: list[tuple[int, float]] = []
+        events: list[tuple[Request, float]] = []
         while max_events is None or len(events) < max_events:
             if not self.batch:
                 if not self._wake_if_idle(until):
@@ -287,7 +289,7 @@ class StaticEngine(_Engine):
             self.tokens_generated += sum(1 for r in self.batch if r.new > self.done)
             self.done += 1
             if self.done == self.length:
-                events.extend((r.id, self.clock) for r in self.batch)
+                events.extend((r, self.clock) for r in self.batch)
                 self.batch = []
         return events
 

@@ -7,9 +7,12 @@ take a step's groups (:meth:`~Producer.take`), to deliver new weights
 run ahead of the trainer's, never past the next weight update. It drives the engine pool
 (Numba kernels) in windows — never per token, never per request:
 
-* a window never crosses a pending tool return (a multi-turn trajectory re-enters the engine
-  then), a pending DAPO filter decision (a filtered group's last reward end: its replacement
-  starts then) nor a weight update;
+* a multi-turn trajectory is submitted whole: the engine pool runs its tool calls itself
+  (:mod:`twin.engine.drivers`: a turn re-enters after its tool's latency, routed again, in
+  lockstep steps no longer than the least tool latency), and reports every turn's finish;
+  the finishes of one step are accounted together, the last turn's scored for reward;
+* a window never crosses a pending DAPO filter decision (a filtered group's last reward end:
+  its replacement starts then) nor a weight update;
 * a window ends when the engines go idle or finish draining for a weight update: at the last
   finish it reports (no engine runs past its last finish, so work submitted then is exact);
 * with streaming admission, while a group DAPO will filter out is generating, the window is
@@ -144,8 +147,6 @@ class Producer:
         self.submitted_groups = 0
         self.filtered_groups = 0       # done and filtered out by DAPO's dynamic sampling: replaced
         self.stale_groups = 0          # dropped for exceeding the staleness bound: replaced
-        mt = plan.workload.multi_turn
-        self.tool_window = mt.tool_latency_s.lower_bound() if mt else math.inf
         # Per trajectory (global id = its row): its group, the global index of its current
         # turn and one past its last, tokens so far, when its generation and reward ended,
         # seconds in tool calls, and whether its reward succeeded.
@@ -161,8 +162,6 @@ class Producer:
                                consumed=np.bool_, version=np.int64, last_member=np.int64)
         # Per turn: tokens to generate, then the tool's latency and reply tokens.
         self.turns = Growable(gen=np.float64, tool=np.float64, reply=np.float64)
-        self.tool_returns_at = np.zeros(0)   # pending tool returns, sorted by time,
-        self.tool_returns_id = np.zeros(0, np.int64)  # and the trajectories they return to
         self.filters_due_at = np.zeros(0)    # DAPO filter decisions pending: when each filtered
         self.filters_due_size = np.zeros(0, np.int64)  # group's last reward ends, its members
         self.dropped: dict[str, int] = {}    # trajectories, by reason
@@ -202,7 +201,15 @@ class Producer:
             turn_end=first_turn + batch.turn_start[1:], context=batch.prompt, generated=0.0,
             gen_end=math.inf, tool_s=0.0, reward_end=math.inf, ok=False)
         self.submitted_groups += n
-        self._submit(ids, self.clock)
+        # The first turn, then each later one: the tool call before it (latency, reply) and
+        # what it generates; the pool brings it back to the engines by itself.
+        later = np.ones(len(batch.gen), bool)
+        later[batch.turn_start[:-1]] = False
+        k = np.flatnonzero(later)
+        follow = (np.diff(batch.turn_start) - 1, batch.tool_s[k - 1], batch.reply[k - 1].astype(np.int64),
+                  batch.gen[k].astype(np.int64))
+        self.pool.submit(ids, np.maximum(batch.prompt, 1).astype(np.int64),
+                         batch.gen[batch.turn_start[:-1]].astype(np.int64), self.clock, follow)
 
     def submit_evaluation(self, prompts: int, samples: int) -> None:
         """Evaluation rollouts: they take engine time, never reach the trainer."""
@@ -215,46 +222,29 @@ class Producer:
         self.pool.submit(ids, batch.prompt.astype(np.int64), gen.astype(np.int64), self.clock)
         self.eval_pending += n
 
-    def _submit(self, ids: np.ndarray, at: float) -> None:
-        """Each trajectory's current turn to the engines, from the context it has so far."""
-        traj = self.trajectories
-        rows = ids - traj.base
-        turn = traj.turn[rows] - self.turns.base
-        self.pool.submit(ids, np.maximum(traj.context[rows], 1).astype(np.int64),
-                         self.turns.gen[turn].astype(np.int64), at)
-
     def _busy(self) -> bool:
-        return bool(self.pool.outstanding().sum() > 0 or len(self.tool_returns_at) > 0)
+        return bool(self.pool.outstanding().sum() > 0 or self.pool.pending_returns() > 0)
 
     # ------------------------------------------------------------------ time
     def advance_to(self, until: float) -> None:
         """Simulate rollout, tools and reward up to time ``until`` (``inf``: until quiet)."""
         while True:
             window_end = until
-            if len(self.tool_returns_at):
-                window_end = min(window_end, self.tool_returns_at[0])
             if len(self.filters_due_at):
                 window_end = min(window_end, self.filters_due_at[0])
             if self.pending_update is not None and self.pending_update > self.clock:
                 window_end = min(window_end, self.pending_update)
-            if self.tool_window < math.inf and self.pool.outstanding().sum() > 0:
-                # A turn that ends inside the window must not return inside it.
-                if self.tool_window > 0:
-                    window_end = min(window_end, self.clock + self.tool_window)
-                else:
-                    window_end = min(window_end, max(self.clock, self.pool.next_event_time()))
             if window_end == math.inf and not self._busy():
                 break
             window_end = self._until_filter_decided(window_end)
-            events = self.pool.advance(window_end)
-            self._finished(events.ids, events.times)
+            events = self.pool.advance(window_end, since=self.clock)
+            self._finished(events)
             if len(events) and not self._busy():
                 # The engines went idle (or drained) at their last finish: the window ends
                 # there. Nothing happened after it, and no engine has run past it.
                 self.clock = max(self.clock, float(events.times[-1]))
             else:
                 self.clock = max(self.clock, window_end if window_end < math.inf else self.pool.now)
-            self._release_returns()
             self._release_filters()
             self._apply_update_if_due()
             if self.clock >= until or (until == math.inf and not self._busy()):
@@ -271,13 +261,10 @@ class Producer:
         n = groups.held
         if not (groups.filtered[:n] & (groups.done[:n] < groups.size[:n])).any():
             return window_end
-        events = self.pool.preview(window_end)
-        keep = events.ids < EVAL_ID_BASE
-        ids, times = events.ids[keep], events.times[keep]
+        events = self.pool.preview(window_end, since=self.clock)
+        last_turn = (events.ids < EVAL_ID_BASE) & (events.left == 0)
         traj = self.trajectories
-        rows = ids - traj.base
-        last_turn = traj.turn[rows] + 1 >= traj.turn_end[rows]
-        of, at = traj.group[rows[last_turn]] - groups.base, times[last_turn]
+        of, at = traj.group[events.ids[last_turn] - traj.base] - groups.base, events.times[last_turn]
         filtered = groups.filtered[of]
         of, at = of[filtered], at[filtered]
         if len(of) == 0:
@@ -298,51 +285,52 @@ class Producer:
             self._drop("filtered: rewards without variance (DAPO)", int(self.filters_due_size[due].sum()))
             self.filters_due_at, self.filters_due_size = self.filters_due_at[~due], self.filters_due_size[~due]
 
-    def _release_returns(self) -> None:
-        due = self.tool_returns_at <= self.clock
-        if due.any():
-            ids = self.tool_returns_id[due]
-            self.tool_returns_at, self.tool_returns_id = self.tool_returns_at[~due], self.tool_returns_id[~due]
-            self._submit(ids, self.clock)
-
-    def _finished(self, ids: np.ndarray, times: np.ndarray) -> None:
-        """Segments the engines finished at ``times``: the next turn after a tool call, or
-        the trajectory's reward."""
-        if len(ids) == 0:
+    def _finished(self, events) -> None:
+        """Turns the engines finished (:class:`twin.engine.Events`, in time order, several
+        turns of a trajectory possibly among them): a tool call follows, or the trajectory's
+        reward."""
+        if len(events) == 0:
             return
+        ids, times, left, step = events.ids, events.times, events.left, events.step
         is_eval = ids >= EVAL_ID_BASE
         if is_eval.any():
             self.eval_pending -= int(is_eval.sum())
             self.eval_end = max(self.eval_end, float(times[is_eval].max()))
-            ids, times = ids[~is_eval], times[~is_eval]
+            ids, times, left, step = ids[~is_eval], times[~is_eval], left[~is_eval], step[~is_eval]
         if len(ids) == 0:
             return
         traj, turns = self.trajectories, self.turns
         rows = ids - traj.base
-        turn = traj.turn[rows] - turns.base
-        traj.generated[rows] += turns.gen[turn]
-        traj.context[rows] += turns.gen[turn] + turns.reply[turn]
-        more = traj.turn[rows] + 1 < traj.turn_end[rows]
-        if more.any():  # tool calls: back to the engine after the tool's latency
-            back = times[more] + turns.tool[turn[more]]
-            traj.tool_s[rows[more]] += turns.tool[turn[more]]
-            traj.turn[rows[more]] += 1
-            order = np.argsort(np.r_[self.tool_returns_at, back], kind="stable")
-            self.tool_returns_at = np.r_[self.tool_returns_at, back][order]
-            self.tool_returns_id = np.r_[self.tool_returns_id, ids[more]][order]
-        done_ids, done_at = ids[~more], times[~more]
+        turn = traj.turn_end[rows] - 1 - left - turns.base  # local row of each finished turn
+        # add.at: a trajectory may finish several turns here; they add up in time order
+        np.add.at(traj.generated, rows, turns.gen[turn])
+        np.add.at(traj.context, rows, turns.gen[turn] + turns.reply[turn])
+        more = left > 0
+        if more.any():  # a tool call: the pool brings the next turn back after its latency
+            np.add.at(traj.tool_s, rows[more], turns.tool[turn[more]])
+            np.maximum.at(traj.turn, rows[more], turn[more] + turns.base + 1)
+        done_ids, done_at, done_step = ids[~more], times[~more], step[~more]
+        # Rewards are scored a step at a time, as the finishes of one window used to be (the
+        # reward service draws its samples per call).
         if len(done_ids) == 0:
             return
+        cuts = np.flatnonzero(np.diff(done_step)) + 1
+        for chunk_ids, chunk_at in zip(np.split(done_ids, cuts), np.split(done_at, cuts)):
+            self._score(chunk_ids, chunk_at)
+        self._group_progress(done_ids)
+
+    def _score(self, done_ids: np.ndarray, done_at: np.ndarray) -> None:
+        """Trajectories whose last turn finished at ``done_at``: their rewards."""
+        traj = self.trajectories
         done = done_ids - traj.base
         traj.gen_end[done] = done_at
         start, end, ok = self.reward.score(done_at, traj.context[done])
         self.timeline.add_many(f"reward/{self.plan.reward.kind}", "reward", start, end)
         traj.reward_end[done], traj.ok[done] = end, ok
-        self._group_progress(done_ids, end)
 
-    def _group_progress(self, ids: np.ndarray, end: np.ndarray) -> None:
-        """Trajectories ``ids`` are done (rewards end at ``end``): count them into their
-        groups; a complete group is ready when its last reward ends."""
+    def _group_progress(self, ids: np.ndarray) -> None:
+        """Trajectories ``ids`` are done (their rewards scored): count them into their groups;
+        a complete group is ready when its last reward ends."""
         groups, traj = self.groups, self.trajectories
         of = traj.group[ids - traj.base]
         np.add.at(groups.done, of - groups.base, 1)
@@ -378,7 +366,7 @@ class Producer:
         if self.partial:
             self.advance_to(at)
             events, dropped = self.pool.interrupt(at, keep=True)
-            self._finished(events.ids, events.times)
+            self._finished(events)
             self.version = version
             self.clock = max(self.clock, at)
         else:
@@ -392,7 +380,7 @@ class Producer:
         interruptible generation; verl's one-step-off between batches)."""
         if self.pending_update is None or self.clock < self.pending_update:
             return
-        if self.pool.outstanding().sum() == 0 and len(self.tool_returns_at) == 0 and self.eval_pending == 0:
+        if not self._busy() and self.eval_pending == 0:
             self.version = self.pending_version
             self.pending_update = None
 
@@ -425,8 +413,7 @@ class Producer:
             if self.safe_window_s == math.inf:
                 self.advance_to(math.inf)
             else:
-                nxt = min(self.pool.next_event_time(),
-                          self.tool_returns_at[0] if len(self.tool_returns_at) else math.inf,
+                nxt = min(self.pool.next_event_time(), self.pool.next_return_time(),
                           self.filters_due_at[0] if len(self.filters_due_at) else math.inf)
                 self.advance_to(max(self.clock, nxt) + self.safe_window_s)
         groups.consumed[chosen] = True
@@ -484,7 +471,7 @@ class Producer:
 
     def flush_spans(self) -> None:
         """Engine busy intervals into the timeline (once, at the end)."""
-        self.pool.advance(self.clock, settle=True)
+        self.pool.advance(self.clock, settle=True, since=self.clock)
         spans = self.pool.spans()
         for e in np.unique(spans.engines):
             mask = spans.engines == e
