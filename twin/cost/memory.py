@@ -153,6 +153,12 @@ def rollout_memory(plan: Plan) -> RoleMemory:
     arch, cap = plan.model, plan.gpu.memory.capacity_bytes
     r = plan.placement.rollout
     items: dict[str, float] = {}
+    resident = resident_trainer_bytes(plan)
+    in_process = r.engine == "hf_generate"
+    if in_process and resident:
+        # HF generate runs in the trainer's own process: no engine budget of its own, its cache
+        # grows in what the trainer's state leaves of the memory fraction
+        items["trainer state (not offloaded)"] = resident
     # placement.rollout.dtype: the engine holds its weights at that dtype
     items["weights"] = engine_weight_bytes(arch, r) * DTYPE_BYTES[plan.rollout_dtype] / arch.bytes_per_param
     items["activation workspace"] = engine_workspace_bytes(arch, plan)
@@ -162,8 +168,7 @@ def rollout_memory(plan: Plan) -> RoleMemory:
     # in whole KV blocks: the engine holds a sequence only if its blocks fit
     need = -(-max_len // r.block_size) * r.block_size * kv_bytes_per_token(plan) / engine_kv_shards(arch, r)
     problem = fix = None
-    resident = resident_trainer_bytes(plan)
-    if budget + resident > cap:
+    if not in_process and budget + resident > cap:
         # vLLM's start-up check: the memory free when it starts must cover its whole budget
         room = (cap - resident) / cap
         fix = (f"lower gpu_memory_utilization to at most {room:.2f}" if room >= 0.05 else
