@@ -652,7 +652,10 @@ def _engine_remedy(base: dict, cand: Candidate, plan) -> tuple[Candidate, Any] |
     if not 0 < fits < plan.placement.rollout.gpu_memory_utilization:
         return None
     overrides = {**cand.overrides, path: fits}
-    trial = resolve(runner.load(apply_overrides(base, overrides)))
+    try:
+        trial = resolve(runner.load(apply_overrides(base, overrides)))
+    except InputError:
+        return None
     return (replace(cand, overrides=overrides), trial) if rollout_memory(trial).fits else None
 
 
