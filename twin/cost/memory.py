@@ -196,9 +196,7 @@ def resident_trainer_bytes(plan: Plan) -> float:
     of the engine's own."""
     if not plan.mode.shares_gpus:
         return 0.0
-    t = plan.placement.trainer
-    return sum(v for k, v in trainer_state_bytes(plan.model, plan).items()
-               if not (t.offload_optimizer if k.startswith("optimizer") else t.offload_params))
+    return sum(trainer_state_bytes(plan.model, plan).values()) - offloaded_state_bytes(plan.model, plan)
 
 
 def trainer_memory(plan: Plan) -> RoleMemory:
