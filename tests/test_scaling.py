@@ -75,6 +75,16 @@ def test_binding_changes_and_where_gpus_stop_paying_on_a_constructed_series():
     assert ScaleResult("x", False, 0.4, points).stops_paying_at is None
 
 
+def test_a_fractional_staleness_renders():
+    """verl's fully-async staleness_threshold (0.5) is a fraction: the table prints it as such."""
+    from twin.scaling import _efficiencies
+
+    point = _fake(16, 1600, "rollout")
+    point.report["scenario"]["algorithm"]["staleness"] = 0.5
+    text = ScaleResult("x", False, 0.7, _efficiencies([point])).render()
+    assert "  0.5 " in text
+
+
 def test_proportional_scaling_keeps_the_share_in_whole_nodes():
     s = runner.load("grpo-8b-disaggregated", {"placement.rollout.gpus": 24, "placement.trainer.gpus": 8})
     assert scaled_overrides(s, 64) == {"cluster.nodes": 8, "placement.rollout.gpus": 48, "placement.trainer.gpus": 16}

@@ -404,7 +404,7 @@ class PlanResult:
             shared = MODES[d["mode"]].shares_gpus
             line = (f"{d['rank']:4d}  {r.candidate.label:15s} {d['rollout_gpus']:7d} "
                     f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} "
-                    f"{d['staleness']:5d} {d['step_time_s']:9.1f} {d['useful_trajectories_per_hour']:11,.0f} "
+                    f"{d['staleness']:5g} {d['step_time_s']:9.1f} {d['useful_trajectories_per_hour']:11,.0f} "
                     f"{d['tokens_per_s']:10,.0f}")
             if cost:
                 line += f" {d['cost_per_1000_useful']:9.3g}" if d["cost_per_1000_useful"] is not None else f" {'-':>9s}"

@@ -218,7 +218,7 @@ class ScaleResult:
                     + (f", load {d['binding_load'] * 100:.0f}%)" if d["binding_load"] is not None else ")"))
             mode = d["mode"] + ("+partial" if d["partial_rollout"] else "")
             lines.append(f"{p.gpus:6d}  {mode:15s} {d['rollout_gpus']:7d} "
-                         f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} {d['staleness']:5d} "
+                         f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} {d['staleness']:5g} "
                          f"{d['step_time_s']:9.1f} {d['useful_trajectories_per_hour']:11,.0f} "
                          f"{d['useful_trajectories_per_hour'] / p.gpus:8,.0f} {d['scaling_efficiency']:7.2f}  "
                          f"{d['binding_link']}{load}")

@@ -79,7 +79,7 @@ def throughput(result: SimResult) -> dict[str, float]:
     gpus = sum(result.gpus.values())
     tokens = sum(r.tokens for r in steps)
     trajs = sum(r.trajectories for r in steps)
-    bound = result.plan.algorithm.staleness
+    bound = result.plan.algorithm.max_lag
     useful = sum(r.trajectories for r in steps if r.max_staleness <= bound)
     hours = wall / 3600 if wall > 0 else float("nan")
     return {

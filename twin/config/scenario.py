@@ -7,6 +7,7 @@ published math-reasoning workload of docs/validation.md, as noted).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -266,6 +267,15 @@ class DynamicSampling(Strict):
     max_rounds: Count = Field(default=8, description="Give up over-generating after this many rounds.")
 
 
+def max_lag(staleness: float) -> int:
+    """The versions a group may lag the step that trains it, for a staleness bound: its ceiling.
+    A fractional staleness (verl's staleness_threshold 0.5) starts part of the next step's
+    groups under the current weights, so those groups lag one version when trained; the bound
+    on what is trained, the producer's drop rule and the useful-experience count all read it
+    here."""
+    return math.ceil(staleness)
+
+
 class Algorithm(Strict):
     name: Literal["grpo", "ppo", "dapo"] = Field(default="grpo", description="The RL algorithm; sets the defaults of reference, critic and dynamic sampling.")
     prompts_per_step: Count = Field(default=512, description="Prompts per optimizer step (the batch, before responses_per_prompt).")
@@ -294,6 +304,11 @@ class Algorithm(Strict):
         default=False, description="Weight updates interrupt generation, which then continues."
     )
     dynamic_sampling: DynamicSampling = Field(default_factory=DynamicSampling)
+
+    @property
+    def max_lag(self) -> int:
+        """Versions a trained group may lag the step that trains on it (:func:`max_lag`)."""
+        return max_lag(self.staleness)
 
     @model_validator(mode="after")
     def _sizes(self) -> Algorithm:

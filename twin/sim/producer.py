@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twin.config.scenario import max_lag
 from twin.plan import Plan
 from twin.engine import EnginePool
 from twin.sim.reward import RewardService
@@ -138,7 +139,7 @@ class Producer:
         self.pool = EnginePool.from_scenario(plan)
         self.reward = RewardService(plan, np.random.default_rng(rng.integers(2**63)))
         self.staleness, self.batchwise, self.partial = staleness, batchwise, partial
-        self.max_lag = math.ceil(staleness)  # versions a trained group may lag
+        self.max_lag = max_lag(staleness)  # versions a trained group may lag
         self.safe_window_s = safe_window_s
         self.clock = 0.0               # simulated up to here
         self.version = 0               # weights the engines hold
