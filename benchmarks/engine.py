@@ -50,7 +50,7 @@ def rollout(costs, engines: int, news: np.ndarray, backend: str = "kernel"):
 def agentic_step(seed: int = 0):
     """One step of agentic-search-4b's workload: the pool's plan and (ids, prompts, first
     turns, follow-ups as EnginePool.submit takes them)."""
-    from twin.workload import sample_batch
+    from twin.config.workload import sample_batch
 
     plan = plan_of("agentic-search-4b")
     a = plan.algorithm

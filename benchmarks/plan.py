@@ -38,7 +38,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout, uninstalled
-from twin import planner  # noqa: E402
+from twin.studies import planner  # noqa: E402
 from twin.config.load import apply_overrides  # noqa: E402
 
 SCENARIO = "grpo-8b-disaggregated"
@@ -81,7 +81,7 @@ def _cli_per_candidate(result, sample: int) -> float:
             path = Path(folder) / f"c{i}.yaml"
             path.write_text(yaml.safe_dump(apply_overrides(base, ranked.candidate.overrides), sort_keys=False))
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "twin.cli", "run", str(path), "--no-verdict"], env=env,
+            subprocess.run([sys.executable, "-m", "twin.cli.main", "run", str(path), "--no-verdict"], env=env,
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             times.append(time.perf_counter() - t)
     print(f"twin run --no-verdict per candidate: {', '.join(f'{t:.2f}' for t in times)} s", flush=True)

@@ -105,7 +105,7 @@ class ProbePredictor:
 
     def __init__(self, cfg: ProbeConfig, profile_path: Path) -> None:
         from twin.cost.engine import engine_costs
-        from twin.plan import resolve
+        from twin.config.plan import resolve
 
         self.cfg, self.profile_path = cfg, Path(profile_path)
         self.plan = resolve(probe_scenario(cfg, profile_path))
@@ -171,7 +171,7 @@ class ProbePredictor:
     def step(self, targets: list[int]) -> Prediction:
         from twin.cost.learner import forward_pass_time, update_time
         from twin.cost.phases import reward_bound
-        from twin.plan import resolve
+        from twin.config.plan import resolve
 
         cfg = self.cfg
         longest = computed_positions(cfg.prompt_len, max(targets))

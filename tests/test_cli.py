@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from twin.cli import main
+from twin.cli.main import main
 from twin.config.registry import builtin_scenarios
 
 
@@ -161,7 +161,7 @@ def test_check_takes_the_same_time_on_a_hundred_thousand_gpus(capsys):
 
 
 def test_a_row_with_the_same_result_as_an_earlier_one_says_so():
-    from twin.render import pressure_note
+    from twin.analysis.render import pressure_note
 
     a = {"short": "staleness +1", "step_time_s": 10.0, "useful_trajectories_per_hour": 5.0}
     b = {"short": "partial rollout", "step_time_s": 10.0, "useful_trajectories_per_hour": 5.0}

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from twin import executors, runner
+from twin.studies import executors
+from twin import runner
 from twin.errors import InputError
 
 

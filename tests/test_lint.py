@@ -1,6 +1,6 @@
 import pytest
 
-from twin.lint import warnings
+from twin.config.warnings import warnings
 from twin.runner import plan as load_plan
 from twin.config.registry import builtin_scenarios
 

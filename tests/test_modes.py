@@ -7,8 +7,8 @@ import typing
 
 from twin.config.scenario import Placement
 from twin.errors import InputError
-from twin.modes import MODES, mode
-from twin.rewards import REWARD_KINDS
+from twin.config.modes import MODES, mode
+from twin.config.rewards import REWARD_KINDS
 from twin.runner import load, plan
 
 

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from twin.noise import EXTRA_SEEDS, band, reseeded, spread, within
+from twin.studies.noise import EXTRA_SEEDS, band, reseeded, spread, within
 
 positive = st.floats(min_value=1e-3, max_value=1e9, allow_nan=False)
 

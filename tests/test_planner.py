@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 import twin
-from twin import planner, runner
-from twin.cli import main
+from twin.studies import planner
+from twin import runner
+from twin.cli.main import main
 from twin.config.load import apply_overrides
 from twin.errors import InputError
 
@@ -143,7 +144,7 @@ def test_an_engine_of_whole_nodes_is_a_candidate_a_partial_node_is_not():
 
 
 # ----------------------------------------------------------------------------- executors, resume, Ctrl-C
-from twin import executors  # noqa: E402
+from twin.studies import executors  # noqa: E402
 
 PLAN16 = dict(gpus=16, max_staleness=0, top=3)
 
@@ -248,7 +249,7 @@ def test_a_trainer_that_does_not_fit_gets_the_parallelism_a_team_would_add():
     # every candidate kept really fits, with exactly the overrides it carries
     from twin.config.load import apply_overrides
     from twin.cost.memory import memory_problem
-    from twin.plan import resolve
+    from twin.config.plan import resolve
     for c in remedied[:3]:
         assert memory_problem(resolve(runner.load(apply_overrides(base, c.overrides)))) is None
 

@@ -9,7 +9,7 @@ import pytest
 
 import twin
 from twin import runner
-from twin.cli import main
+from twin.cli.main import main
 from twin.errors import InputError
 
 SMALL = {"run.steps": 3, "algorithm.prompts_per_step": 64}
@@ -54,7 +54,7 @@ def test_a_dict_pressure_in_the_api_and_removed_gpus_count_negative():
 
 
 def test_split_assignments_keeps_commas_inside_values():
-    from twin.verdict import split_assignments
+    from twin.studies.verdict import split_assignments
 
     assert split_assignments("a.b=1, c.d={x: 1, y: 2},e=[1,2]") == ["a.b=1", "c.d={x: 1, y: 2}", "e=[1,2]"]
     assert split_assignments("name=a,b") == ["name=a,b"]  # no path= after the comma: one value
@@ -69,7 +69,7 @@ def test_a_pressure_that_cannot_apply_alone_is_an_input_error(capsys):
 
 
 def test_malformed_pressures_are_input_errors():
-    from twin.verdict import resolve_pressures
+    from twin.studies.verdict import resolve_pressures
 
     with pytest.raises(InputError):
         resolve_pressures([{}])
@@ -82,7 +82,7 @@ def test_malformed_pressures_are_input_errors():
 def test_the_report_is_not_changed_by_its_verdict():
     report = runner.run("grpo-8b-disaggregated", SMALL)
     before = report.to_json()
-    judged = report.with_verdict(twin.verdict.judge(report, ["reward_x2"], workers=1))
+    judged = report.with_verdict(twin.studies.verdict.judge(report, ["reward_x2"], workers=1))
     assert report.to_json() == before and "verdict" not in report.to_dict()
     data = judged.to_dict()
     assert data["verdict"]["marginal_gains"][0]["pressure"] == "reward_x2"

@@ -9,8 +9,8 @@ import pytest
 
 import twin
 from twin import runner
-from twin.cli import main
-from twin.scaling import ScalePoint, ScaleResult, parse_gpus, scaled_overrides
+from twin.cli.main import main
+from twin.studies.scaling import ScalePoint, ScaleResult, parse_gpus, scaled_overrides
 
 SMALL = {"run.steps": 3, "algorithm.prompts_per_step": 32}
 
@@ -58,7 +58,7 @@ def _fake(gpus: int, useful: float, link: str) -> ScalePoint:
 
 
 def test_binding_changes_and_where_gpus_stop_paying_on_a_constructed_series():
-    from twin.scaling import _efficiencies
+    from twin.studies.scaling import _efficiencies
 
     points = _efficiencies([_fake(16, 1600, "rollout"), _fake(32, 3000, "rollout"),
                             ScalePoint(48, {}, None, "does not fit"),
@@ -77,7 +77,7 @@ def test_binding_changes_and_where_gpus_stop_paying_on_a_constructed_series():
 
 def test_a_fractional_staleness_renders():
     """verl's fully-async staleness_threshold (0.5) is a fraction: the table prints it as such."""
-    from twin.scaling import _efficiencies
+    from twin.studies.scaling import _efficiencies
 
     point = _fake(16, 1600, "rollout")
     point.report["scenario"]["algorithm"]["staleness"] = 0.5
@@ -130,7 +130,7 @@ def test_replan_takes_the_planners_best_at_each_size():
 
 
 def test_weak_scaling_grows_the_batch_with_the_gpus():
-    from twin.scaling import batch_override
+    from twin.studies.scaling import batch_override
 
     s = runner.load("grpo-8b-disaggregated")  # 128 prompts on 16 + 16 GPUs
     assert batch_override(s, 64) == {"algorithm.prompts_per_step": 256}

@@ -12,9 +12,9 @@ import pytest
 
 import twin
 from twin import runner
-from twin.cli import main
+from twin.cli.main import main
 from twin.errors import InputError
-from twin.sweeps import FIGURES
+from twin.studies.sweeps import FIGURES
 
 SMALL = {"run.steps": 3, "algorithm.prompts_per_step": 32}
 GRID = ["placement.rollout.gpus=8,16,40", "placement.rollout.tp=1,2"]
@@ -98,7 +98,7 @@ def test_the_api_refuses_an_empty_grid():
 
 
 def test_ctrl_c_prints_the_best_row_so_far_and_exits_130(monkeypatch, capsys, tmp_path):
-    from twin import executors
+    from twin.studies import executors
 
     real = executors.LocalExecutor.imap
 

@@ -3,9 +3,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from twin.cli import main
+from twin.cli.main import main
 from twin.errors import InputError
-from twin.validate import case_files, load_source, metric, render, validate_source
+from twin.validation.validate import case_files, load_source, metric, render, validate_source
 
 
 def test_every_builtin_case_file_is_well_formed():
@@ -95,7 +95,7 @@ def test_bad_case_file_is_an_input_error(tmp_path):
 
 
 def test_each_figure_implies_its_own_value_of_the_fit_parameter(tmp_path, capsys):
-    from twin.validate import _case_data, _simulate, implied_parameters
+    from twin.validation.validate import _case_data, _simulate, implied_parameters
 
     path = _source(tmp_path, expected_sync=1.0)
     result = validate_source(path)
@@ -118,7 +118,7 @@ def _fitted_by_case_fit():
     """(profile, path) of every profile value its source fits with its `fit` block (the others,
     derived from a source's figures directly, have a test of their own)."""
     from twin.config.frameworks import builtin_frameworks, framework_profile
-    from twin.validate import builtin_cases_dir
+    from twin.validation.validate import builtin_cases_dir
 
     out = []
     for name in builtin_frameworks():
@@ -136,7 +136,7 @@ def test_a_framework_profiles_fitted_value_is_its_sources_fit(profile, path):
     and serves every other run of the stack; if the model changes, the fit moves and the
     profile must follow."""
     from twin.config.frameworks import framework_profile
-    from twin.validate import builtin_cases_dir, fit_parameter
+    from twin.validation.validate import builtin_cases_dir, fit_parameter
 
     setting = framework_profile(profile).settings[path]
     case_file = builtin_cases_dir() / setting.fitted_on
@@ -151,7 +151,7 @@ def test_verls_controller_rate_is_the_gpu_independent_part_of_its_log_prob_phase
     """The verl profile's data-path rate comes from source A's old_log_prob times alone: the
     intercept a of a + b/N through 32 and 128 GPUs, over the step's padded positions."""
     from twin.config.frameworks import framework_profile
-    from twin.validate import builtin_cases_dir
+    from twin.validation.validate import builtin_cases_dir
 
     source = load_source(builtin_cases_dir() / "A-verl-dapo-colocated.yaml")
     t = {c.name: c.expected["old_logprob"] for c in source.cases if "old_logprob" in c.expected}
@@ -169,7 +169,7 @@ def test_verls_128_gpu_run_is_bound_by_the_rollout_tail_and_staleness_pays_more_
     binds without saturating the engines, and staleness or partial rollout buy more than more
     rollout GPUs. Runs the case at the source's fitted length scale."""
     from twin import runner
-    from twin.validate import _case_data, builtin_cases_dir, fit_parameter
+    from twin.validation.validate import _case_data, builtin_cases_dir, fit_parameter
 
     path = builtin_cases_dir() / "A-verl-dapo-colocated.yaml"
     source = load_source(path)

@@ -2,7 +2,7 @@ import pytest
 
 from twin import runner
 from twin.errors import InputError
-from twin.verdict import PRESSURES, resolve_pressures
+from twin.studies.verdict import PRESSURES, resolve_pressures
 
 
 def small(**over) -> dict:
@@ -88,7 +88,7 @@ def test_custom_and_unknown_pressures():
 
 def test_staleness_on_colocated_gpus_tries_splits_between_the_bounds_and_keeps_the_best():
     from twin.config.load import apply_overrides
-    from twin.verdict import _splits, rollout_share_bounds, sensitivity
+    from twin.studies.verdict import _splits, rollout_share_bounds, sensitivity
 
     data = small(cluster={"nodes": 2, "gpus_per_node": 8},
                  placement={"mode": "colocated", "rollout": {"tp": 2}},
@@ -115,7 +115,7 @@ def test_staleness_on_colocated_gpus_tries_splits_between_the_bounds_and_keeps_t
 
 
 def test_only_a_re_placement_carries_the_split():
-    from twin.verdict import sensitivity
+    from twin.studies.verdict import sensitivity
 
     report = runner.run(small(placement={"mode": "colocated"}, cluster={"nodes": 1, "gpus_per_node": 8}))
     rows = {r.pressure.name: r.to_dict() for r in sensitivity(report, ["rollout_gpus_x2", "staleness_plus1"], workers=1)}
@@ -125,7 +125,7 @@ def test_only_a_re_placement_carries_the_split():
 
 
 def test_one_node_splits_by_engines_not_nodes():
-    from twin.verdict import _split
+    from twin.studies.verdict import _split
 
     s = runner.prepare(small(placement={"mode": "colocated", "rollout": {"tp": 2}},
                              cluster={"nodes": 1, "gpus_per_node": 8}))
@@ -150,8 +150,8 @@ def test_async_engine_scheduling_is_a_lever_only_for_a_synchronous_engine():
 
 def test_noise_bands_re_simulate_only_the_rows_between_the_baselines_spread_and_a_multiple_of_it():
     from twin.config.load import apply_overrides
-    from twin.noise import reseeded, spread
-    from twin.verdict import NOISE_SKIP, sensitivity
+    from twin.studies.noise import reseeded, spread
+    from twin.studies.verdict import NOISE_SKIP, sensitivity
 
     report = runner.run(small())
     same = f"placement.rollout.max_num_seqs={report.plan.placement.rollout.max_num_seqs}"  # changes nothing
@@ -180,7 +180,7 @@ def test_noise_bands_re_simulate_only_the_rows_between_the_baselines_spread_and_
 
 
 def test_noise_bands_are_the_same_for_the_same_seed_and_absent_when_skipped():
-    from twin.verdict import sensitivity
+    from twin.studies.verdict import sensitivity
 
     report = runner.run(small(run={"steps": 3, "seed": 5}))
     asked = ["rollout_gpus_x2", "weight_sync_x2"]
@@ -193,8 +193,8 @@ def test_noise_bands_are_the_same_for_the_same_seed_and_absent_when_skipped():
 
 
 def test_a_gain_within_noise_is_said_so_in_the_diagnosis_and_the_table():
-    from twin.render import gain_text
-    from twin.verdict import diagnosis
+    from twin.analysis.render import gain_text
+    from twin.studies.verdict import diagnosis
 
     bottleneck = [{"link": "weight_sync", "saturated": False, "utilization": 0.3, "critical_path_share": 0.4}]
     rows = [{"pressure": "network_x2", "short": "faster links", "link": "weight_sync", "gain": 0.004,
@@ -205,7 +205,7 @@ def test_a_gain_within_noise_is_said_so_in_the_diagnosis_and_the_table():
     assert "faster links: within noise" in line and "more rollout GPUs: +20%" in line
     assert gain_text(rows[0], 14) == "  within noise" and gain_text(rows[1]) == "+20.0%"
     assert gain_text({"gain": -0.05}) == "-5.0%"  # no band: the gain as it is
-    from twin.render import noise_note
+    from twin.analysis.render import noise_note
 
     assert noise_note(rows[0], 0.01) == "" and noise_note(rows[0]) == "  (noise 1.0%)"  # said once above
     assert noise_note({"noise": 0.02}, 0.01) == "  (noise 2.0%)" and noise_note({}) == ""
@@ -213,7 +213,7 @@ def test_a_gain_within_noise_is_said_so_in_the_diagnosis_and_the_table():
 
 def test_re_simulations_stop_at_steady_state_and_a_lever_that_changes_nothing_gains_exactly_zero():
     from twin.sim.settle import RESIMULATION_TOLERANCE, settled_after, step_times
-    from twin.verdict import sensitivity, steady_useful
+    from twin.studies.verdict import sensitivity, steady_useful
 
     # large steps (little scatter), many of them: the re-simulations stop well before the end
     data = small(algorithm={"prompts_per_step": 64, "responses_per_prompt": 8},
@@ -234,7 +234,7 @@ def test_re_simulations_stop_at_steady_state_and_a_lever_that_changes_nothing_ga
 
 @pytest.mark.parametrize("shared, alone", [(0.6, 0.9), (0.95, None)])
 def test_engines_re_placed_on_their_own_gpus_take_the_dedicated_memory_fraction(shared, alone):
-    from twin.verdict import _splits
+    from twin.studies.verdict import _splits
 
     data = small(cluster={"nodes": 2, "gpus_per_node": 8},
                  placement={"mode": "colocated", "rollout": {"tp": 2, "gpu_memory_utilization": shared}})

@@ -1,7 +1,7 @@
 import numpy as np
 
 from twin.config.load import load_scenario
-from twin.workload import sample_batch
+from twin.config.workload import sample_batch
 
 
 def test_multi_turn_layout():

@@ -14,9 +14,9 @@ import math
 
 import numpy as np
 
-from twin.fit import fit_lengths
-from twin.fit.lognormal import clipped_mean
-from twin.fit.logs import RESPONSE, Step
+from twin.importers.logs import fit_lengths
+from twin.importers.logs.lognormal import clipped_mean
+from twin.importers.logs.readers import RESPONSE, Step
 
 KNOWN = [(800, 0.5, 4096), (1500, 0.8, 4096), (3000, 0.6, 8192), (6000, 0.7, 8192), (500, 1.0, 2048),
          (2000, 0.3, 2400), (1000, 0.5, 16384), (3000, 1.2, 4096), (300, 0.4, 8192), (4000, 0.9, 16384)]

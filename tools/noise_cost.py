@@ -13,7 +13,7 @@ import resource
 import sys
 import time
 
-import twin.verdict as verdict
+import twin.studies.verdict as verdict
 from twin import runner
 
 

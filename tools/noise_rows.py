@@ -4,7 +4,7 @@ across seeds and every what-if row's own spread, re-simulating every row with th
     PYTHONPATH=$PWD python tools/noise_rows.py [SCENARIO ...]
 
 Prints, per row, the gain, the pressured run's spread, and its ratio to the base's spread:
-the largest ratio bounds the multiple (``twin.verdict.NOISE_SKIP``) above which a row's gain
+the largest ratio bounds the multiple (``twin.studies.verdict.NOISE_SKIP``) above which a row's gain
 is read as outside the band without re-simulating it.
 """
 
@@ -14,8 +14,8 @@ import sys
 
 from twin import runner
 from twin.config.load import apply_overrides
-from twin.noise import reseeded, spread
-from twin.verdict import sensitivity
+from twin.studies.noise import reseeded, spread
+from twin.studies.verdict import sensitivity
 
 
 def measure(name: str) -> None:

@@ -38,10 +38,12 @@ def _target(name: str, level: int, here: str, is_pkg: bool) -> str:
     return ".".join(base + ([name] if name else []))
 
 
-def imports(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[tuple[str, int, str]]]:
-    """Module -> project modules it imports (anywhere in it), and the imports made inside
-    functions: (module, line, imported)."""
+def imports(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[tuple[str, int, str]], dict[str, set[str]]]:
+    """Module -> project modules it imports (anywhere in it); the imports made inside
+    functions: (module, line, imported); and module -> what its top level imports (project
+    modules and third-party top-level packages), for telling heavy modules apart."""
     graph: dict[str, set[str]] = defaultdict(set)
+    top: dict[str, set[str]] = defaultdict(set)
     lazy = []
     for mod, path in mods.items():
         tree = ast.parse(path.read_text())
@@ -57,11 +59,36 @@ def imports(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[tuple[str,
                 names = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
             for name in names:
                 hit = _resolve(name, mods)
+                if id(node) not in inside and not _type_only(node, tree):
+                    top[mod].add(hit or name.split(".")[0])
                 if hit and hit != mod:
                     graph[mod].add(hit)
                     if id(node) in inside:
                         lazy.append((mod, node.lineno, hit))
-    return graph, lazy
+    return graph, lazy, top
+
+
+def _type_only(node: ast.AST, tree: ast.Module) -> bool:
+    """Whether an import sits under ``if TYPE_CHECKING:`` (no arrow at run time)."""
+    for block in tree.body:
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test):
+            if any(n is node for n in ast.walk(block)):
+                return True
+    return False
+
+
+def heavy_modules(top: dict[str, set[str]], mods: dict[str, Path]) -> set[str]:
+    """Project modules whose top level imports a heavy package, directly or through another
+    project module: importing them lazily keeps ``import twin`` fast, which is allowed."""
+    heavy = {m for m, names in top.items() if names & set(HEAVY)}
+    changed = True
+    while changed:
+        changed = False
+        for m, names in top.items():
+            if m not in heavy and names & heavy:
+                heavy.add(m)
+                changed = True
+    return heavy
 
 
 def _resolve(name: str, mods: dict[str, Path]) -> str | None:
@@ -134,7 +161,9 @@ def main() -> None:
     args = ap.parse_args()
     mods = modules()
     top = sorted(p.name for p in (ROOT / "twin").glob("*.py"))
-    graph, lazy = imports(mods)
+    graph, lazy, top_level = imports(mods)
+    heavy = heavy_modules(top_level, mods)
+    light_lazy = [(m, line, hit) for m, line, hit in lazy if hit not in heavy]
     cyc = cycles(graph)
     longs = long_functions(mods)
     print(f"modules directly in twin/: {len(top)} ({', '.join(top)})")
@@ -142,9 +171,10 @@ def main() -> None:
     if args.cycles:
         for c in cyc:
             print("  " + " <-> ".join(c))
-    print(f"project imports inside functions: {len(lazy)}")
+    print(f"project imports inside functions: {len(lazy)}, of which of light modules "
+          f"(no heavy package behind them, so no reason to defer): {len(light_lazy)}")
     if args.lazy:
-        for mod, line, hit in lazy:
+        for mod, line, hit in light_lazy:
             print(f"  {mod}:{line} -> {hit}")
     print(f"functions over {LONG} lines: {len(longs)}")
     if args.long:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from twin.render import verdict_line
+from twin.analysis.render import verdict_line
 
 # The loop in the order experience flows; "switch" exists only where rollout and trainer
 # time-share GPUs (colocated); evaluation sits beside the loop, on the rollout GPUs.

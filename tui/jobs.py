@@ -16,7 +16,7 @@ from twin.config.registry import builtin_scenarios
 from twin.config.scenario import Scenario
 from twin.errors import InputError
 from twin.runner import Progress, Report
-from twin.verdict import Verdict, judge
+from twin.studies.verdict import Verdict, judge
 
 
 class Cancelled(Exception):
@@ -111,7 +111,7 @@ class PlanRun:
     request: RunRequest
     gpus: int
     max_staleness: int
-    result: Any                       # twin.planner.PlanResult at ``gpus``
+    result: Any                       # twin.studies.planner.PlanResult at ``gpus``
     curve: list[tuple[int, float | None]]
 
 
@@ -122,11 +122,11 @@ def curve_budgets(gpus: int) -> list[int]:
 
 def run_plan(request: RunRequest, gpus: int, max_staleness: int,
              progress: Any = None, workers: int | None = None, top: int = PLAN_TOP) -> PlanRun:
-    """``twin.planner.plan_budget`` at ``gpus`` (its top ``top``) and, for the curve, at the
+    """``twin.studies.planner.plan_budget`` at ``gpus`` (its top ``top``) and, for the curve, at the
     other budgets of :func:`curve_budgets` (their best only). ``progress(budget, done, total,
     what)`` follows each; raising from it (:class:`Cancelled`) stops the planning. Raises
     :class:`InputError` when nothing fits ``gpus`` itself; a curve budget nothing fits is a gap."""
-    from twin.planner import plan_budget
+    from twin.studies.planner import plan_budget
 
     def plan(budget: int, keep: int):
         tick = (lambda done, total, what: progress(budget, done, total, what)) if progress else None

@@ -22,15 +22,15 @@ def __getattr__(name: str):
 
         return getattr(api, name)
     if name == "plan_budget":
-        from twin.planner import plan_budget
+        from twin.studies.planner import plan_budget
 
         return plan_budget
     if name == "scale":
-        from twin.scaling import scale
+        from twin.studies.scaling import scale
 
         return scale
     if name == "sweep":
-        from twin.sweeps import sweep
+        from twin.studies.sweeps import sweep
 
         return sweep
     raise AttributeError(f"module 'twin' has no attribute {name!r}")

@@ -8,7 +8,7 @@
 
 Overrides are scenario fields as dotted paths (``"placement.rollout.gpus"``) or, as Python
 keywords, with double underscores (``placement__rollout__gpus``). A pressure is a built-in
-name (``twin.verdict.PRESSURES``), ``"path=value[,path=value…]"``, or a dict of paths to values.
+name (``twin.studies.verdict.PRESSURES``), ``"path=value[,path=value…]"``, or a dict of paths to values.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def whatif(scenario: Source = None, pressures: Iterable[str | dict[str, Any]] | 
     With ``noise`` (the default) each row also has ``noise`` (the relative band from other
     seeds), ``within_noise`` (the gain is inside it: not a gain) and ``noise_reseeded``;
     docs/noise.md gives the rule."""
-    from twin.verdict import sensitivity
+    from twin.studies.verdict import sensitivity
 
     base = runner.run(scenario, _overrides(overrides))
     return [row.to_dict() for row in sensitivity(base, pressures, workers, noise=noise)]

@@ -3,7 +3,7 @@
 The command line, the Python API, the TUI, the verdict and ``twin validate`` all call these
 functions, and the verdict's re-simulations go through the one process pool here
 (:func:`simulate_many`). A scenario's input is never changed: overrides apply to the input,
-which is then resolved again (:mod:`twin.plan`).
+which is then resolved again (:mod:`twin.config.plan`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Union
 from twin.config.load import DEFAULT_SCENARIO, load_scenario, scenario_path
 from twin.config.scenario import Scenario
 from twin.errors import InputError
-from twin.plan import Plan, resolve
+from twin.config.plan import Plan, resolve
 
 Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
 Source = Union[str, Path, Mapping, Scenario, None]  # a built-in name, a YAML path, data, or a Scenario
@@ -71,7 +71,7 @@ class Report:
     data: Mapping[str, Any]
     plan: Plan = field(repr=False, compare=False)
     result: Any = field(default=None, repr=False, compare=False)  # twin.sim.result.SimResult
-    verdict: Any = field(default=None, compare=False)               # twin.verdict.Verdict
+    verdict: Any = field(default=None, compare=False)               # twin.studies.verdict.Verdict
 
     @property
     def step_time_s(self) -> float:
@@ -170,7 +170,7 @@ def run(source: Source = None, overrides: Mapping[str, object] | Sequence[str] |
     plan = prepare(source, overrides)
     report = simulate(plan, progress)
     if verdict:
-        from twin.verdict import judge
+        from twin.studies.verdict import judge
 
         report = report.with_verdict(judge(report, pressures, workers=workers))
     return report

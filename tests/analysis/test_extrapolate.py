@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from twin import runner
-from twin.analysis.extrapolate import extrapolate_run, frozen, segments
+from twin.studies.extrapolate import extrapolate_run, frozen, segments
 
 COLOCATED = {
     "name": "drift-colocated", "model": "qwen2.5-1.5b",
@@ -54,7 +54,7 @@ def test_cli_sample_steps(capsys, tmp_path):
     import json
     from pathlib import Path
 
-    from twin.cli import main
+    from twin.cli.main import main
 
     tiny = Path(__file__).parents[1] / "fit" / "fixtures" / "tiny.yaml"
     out = tmp_path / "e.json"

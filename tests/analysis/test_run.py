@@ -8,9 +8,9 @@ import pytest
 
 from twin import runner
 from twin.analysis.run import binding_changes, change_text, parse_until, step_figures, time_to
-from twin.cli import main
+from twin.cli.main import main
 from twin.errors import InputError
-from twin.render import render_run
+from twin.analysis.render import render_run
 from twin.sim.result import StepRecord
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ def test_missing_suites_are_a_clear_error(tmp_path, target, synthetic_store):
 
 
 def test_yaml_round_trip_and_the_profile_drives_the_twin(tmp_path, target, synthetic_store):
-    from twin.check import check_report
+    from twin.analysis.check import check_report
     from twin.config.hardware import parse_profile
     from twin.runner import plan as plan_of
     from twin.cost.engine import engine_costs

@@ -19,7 +19,7 @@ def test_every_builtin_scenario_loads():
 
 
 def test_defaults_fill_placement_by_mode_in_the_plan_not_the_input(base):
-    from twin.plan import resolve
+    from twin.config.plan import resolve
 
     colocated = load_scenario(base)
     assert colocated.placement.rollout.gpus is None and colocated.placement.trainer.gpus is None
@@ -128,7 +128,7 @@ def test_generated_bad_input_is_an_input_error_or_valid(base, edits):
 
 
 def test_import_twin_does_not_import_torch():
-    code = "import sys, twin, twin.cli, twin.check; print('torch' in sys.modules)"
+    code = "import sys, twin, twin.cli.main, twin.analysis.check; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -200,7 +200,7 @@ def test_a_path_given_twice_applies_its_last_value_last():
 
 
 def test_every_builtin_validation_case_loads():
-    from twin.validate import builtin_cases_dir, load_source
+    from twin.validation.validate import builtin_cases_dir, load_source
 
     for path in sorted(builtin_cases_dir().glob("*.yaml")):
         source = load_source(path)

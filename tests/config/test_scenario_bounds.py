@@ -6,7 +6,7 @@ from twin.config import limits
 from twin.config.load import load_scenario
 from twin.config.registry import builtin_scenarios
 from twin.errors import InputError
-from twin.validate import builtin_cases_dir, load_source
+from twin.validation.validate import builtin_cases_dir, load_source
 
 
 def _error(base, *overrides) -> InputError:

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import yaml
 
-from twin.cli import main
+from twin.cli.main import main
 from twin.config.load import load_scenario
-from twin.fit import fit_lengths, fit_log, read_logs, windows
-from twin.fit.lognormal import clip_mass, clipped_mean, fit
-from twin.fit.logs import RESPONSE, Step
+from twin.importers.logs import fit_lengths, fit_log, read_logs, windows
+from twin.importers.logs.lognormal import clip_mass, clipped_mean, fit
+from twin.importers.logs.readers import RESPONSE, Step
 
 FIX = Path(__file__).parent / "fixtures"
 TINY = FIX / "tiny.yaml"
@@ -212,7 +212,7 @@ def test_out_without_scenario_is_a_workload_fragment(capsys, tmp_path):
 
 
 def test_case_file_validates(capsys, tmp_path):
-    from twin.validate import load_source, validate_source
+    from twin.validation.validate import load_source, validate_source
 
     case = tmp_path / "case.yaml"
     code, _, _ = _run(capsys, FIX / LOGS["verl-jsonl"], "--scenario", TINY, "--case", case)
@@ -229,7 +229,7 @@ def test_case_file_validates(capsys, tmp_path):
 
 
 def test_case_from_trl_maps_step_time(capsys, tmp_path):
-    from twin.validate import load_source
+    from twin.validation.validate import load_source
 
     case = tmp_path / "case.yaml"
     assert _run(capsys, FIX / LOGS["trl"], "--scenario", TINY, "--case", case)[0] == 0

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from twin import runner
-from twin.cli import main
+from twin.cli.main import main
 from twin.config.load import load_scenario
-from twin.fit import fit_log, read_logs
+from twin.importers.logs import fit_log, read_logs
 
 REAL = Path(__file__).parent / "fixtures" / "trl-real"
 STATE = REAL / "trainer_state.json"

@@ -1,6 +1,6 @@
 import pytest
 
-from twin.frameworks.areal import parse_allocation
+from twin.importers.areal import parse_allocation
 
 
 def test_experiment_yaml_imports_and_checks(fx, twin_import, twin_check):

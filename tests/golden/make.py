@@ -22,7 +22,7 @@ def cases() -> dict[str, dict]:
     """Golden name -> scenario data (a built-in name or a mapping)."""
     from twin.config.load import apply_overrides
     from twin.config.registry import builtin_scenarios
-    from twin.validate import builtin_cases_dir, load_source
+    from twin.validation.validate import builtin_cases_dir, load_source
 
     out: dict[str, dict | str] = {f"scenario-{name}": name for name in builtin_scenarios()}
     fitted = json.loads(FITTED.read_text()) if FITTED.exists() else {}
@@ -31,7 +31,7 @@ def cases() -> dict[str, dict]:
         fixed = {}
         if source.fit:
             if path.name not in fitted:
-                from twin.validate import fit_parameter
+                from twin.validation.validate import fit_parameter
 
                 fitted[path.name] = fit_parameter(source, path)[1]
                 FITTED.write_text(json.dumps(fitted, indent=2, sort_keys=True) + "\n")

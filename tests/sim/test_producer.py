@@ -20,7 +20,7 @@ from twin.runner import plan as plan_of
 from twin.sim import producer as producer_module
 from twin.sim.producer import EVAL_ID_BASE, Producer
 from twin.sim.timeline import Timeline
-from twin.workload import sample_batch
+from twin.config.workload import sample_batch
 
 FILTERED = "filtered: rewards without variance (DAPO)"
 STALE = "staleness bound exceeded"

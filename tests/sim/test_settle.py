@@ -94,7 +94,7 @@ def test_the_report_estimates_the_whole_run_when_it_stopped_early():
 
 
 def test_the_text_report_says_where_it_stopped():
-    from twin.render import run_lines
+    from twin.analysis.render import run_lines
     from twin.runner import run
 
     text = "\n".join(run_lines(run(_scenario(steady_tolerance=0.02)).to_dict()))

@@ -286,7 +286,7 @@ async def test_open_a_scenario_file_from_the_picker(tmp_path, monkeypatch):
 
 @app_test
 async def test_g_measures_the_marginal_gains_and_the_verdict_joins_the_report(small_app):
-    pytest.importorskip("twin.verdict")
+    pytest.importorskip("twin.studies.verdict")
     async with small_app.run_test(size=SIZE) as pilot:
         await press_and_settle(pilot, "enter")
         await press_and_settle(pilot, "g")

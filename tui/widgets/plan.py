@@ -16,7 +16,7 @@ from textual.markup import escape
 from textual.message import Message
 from textual.widgets import Button, DataTable, Input, Label, Static
 
-from twin.modes import MODES
+from twin.config.modes import MODES
 
 COLUMNS = ("#", "mode", "rollout", "trainer", "tp", "stale", "step (s)", "useful/h", "binding link", "noise")
 HINT = ("[$text-muted]GPUs and staleness bound, then enter: the planner's best deployments and "

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 
 from tui.figures import LINK_TITLE, diagnosis, gain_text, marginal_gains, pct
 from tui.widgets.loop import NO_RUN
-from twin.render import pressure_note
+from twin.analysis.render import pressure_note
 
 
 def link_state(row: dict[str, Any]) -> str:

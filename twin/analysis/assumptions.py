@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from twin.plan import Plan
+from twin.config.plan import Plan
 
 _SAMPLES = 20_000  # for a distribution's median: enough for 3 significant digits
 

@@ -14,7 +14,7 @@ from twin.analysis import run as whole_run
 from twin.analysis.assumptions import assumptions
 from twin.config.scenario import resolved_dict
 from twin.cost.memory import GiB, memory_report
-from twin.lint import warnings
+from twin.config.warnings import warnings
 from twin.sim.result import SimResult
 
 

@@ -20,8 +20,8 @@ from twin.config.hardware import DeviceProfile, Dtype, HostProfile, LinkProfile,
 from twin.config.model import ModelArch
 from twin.config.registry import resolve_model, resolve_profile
 from twin.errors import InputError
-from twin.modes import MODES, mode
-from twin.rewards import Reward, RuleReward
+from twin.config.modes import MODES, mode
+from twin.config.rewards import Reward, RuleReward
 
 Count = Annotated[int, Field(ge=1)]
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.plan import Plan
+from twin.config.plan import Plan
 from twin.cost import transformer
 from twin.cost.collectives import Topology
 from twin.config.hardware import DTYPE_BYTES

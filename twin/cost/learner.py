@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.plan import Plan
+from twin.config.plan import Plan
 from twin.cost import moe, transformer
 from twin.config.limits import reach
 from twin.cost.collectives import Topology

@@ -25,7 +25,7 @@ import numpy as np
 
 from twin.config.hardware import DTYPE_BYTES
 from twin.config.model import ModelArch
-from twin.plan import Plan
+from twin.config.plan import Plan
 from twin.errors import InputError
 
 GiB = 2**30

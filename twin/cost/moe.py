@@ -34,7 +34,7 @@ from twin.config.model import ModelArch
 from twin.cost import transformer
 from twin.cost.collectives import Topology
 from twin.cost.roofline import attention_time, compute_time
-from twin.plan import Plan
+from twin.config.plan import Plan
 
 
 def routed_params(arch: ModelArch) -> float:

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.config.hardware import DTYPE_BYTES
-from twin.plan import Plan
+from twin.config.plan import Plan
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.cost.memory import engine_weight_bytes, offloaded_state_bytes
 from twin.cost.learner import controller_time, forward_pass_time, update_time
 from twin.cost.weight_sync import weight_sync_cost
-from twin.workload import sample_batch
+from twin.config.workload import sample_batch
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from twin.config.hardware import DTYPE_BYTES
 from twin.config.model import ModelArch
-from twin.plan import Plan
+from twin.config.plan import Plan
 from twin.cost.collectives import Topology
 from twin.cost.roofline import elementwise_time
 

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from twin.plan import Plan
+from twin.config.plan import Plan
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.engine.backends import KernelBackend, ReferenceBackend, Steps
 from twin.engine.layout import LEAST_LOADED, ROUND_ROBIN, check_costs, total_blocks

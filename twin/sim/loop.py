@@ -8,7 +8,7 @@ lazy actor with its own clock that these calls advance, driving the rollout engi
 kernels), tool calls and the reward service in windows. So SimPy sees a few events per step,
 never a request or a token.
 
-Deployment modes (:mod:`twin.modes`) map onto one producer with three knobs: staleness,
+Deployment modes (:mod:`twin.config.modes`) map onto one producer with three knobs: staleness,
 batchwise or streaming admission, and partial rollout.
 
 Every step records what the trainer waited on: the chain of links that made up the step's
@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 import simpy
 
-from twin.plan import Plan
+from twin.config.plan import Plan
 from twin.cost.learner import optimizer_time
 from twin.cost.memory import memory_problem
 from twin.cost.phases import learner_phases, switch_time

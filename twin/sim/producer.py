@@ -53,11 +53,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.config.scenario import max_lag
-from twin.plan import Plan
+from twin.config.plan import Plan
 from twin.engine import EnginePool
 from twin.sim.reward import RewardService
 from twin.sim.timeline import Timeline
-from twin.workload import sample_batch
+from twin.config.workload import sample_batch
 
 EVAL_ID_BASE = 1 << 40  # evaluation requests share the engines but not the groups
 
@@ -126,7 +126,7 @@ class Ready:
 class Producer:
     """Rollout, tools and reward for the trainer; see the module's docstring.
 
-    Three knobs describe every deployment mode (:mod:`twin.modes`, set by
+    Three knobs describe every deployment mode (:mod:`twin.config.modes`, set by
     :mod:`twin.sim.loop`): ``staleness`` (versions a group may lag the step that trains on
     it), ``batchwise`` (one step's groups at a time, once the engines are idle) or streaming
     admission, and ``partial`` (an update interrupts generation instead of waiting for a

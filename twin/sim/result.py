@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from twin.config.scenario import Scenario
-from twin.plan import Plan
+from twin.config.plan import Plan
 from twin.sim.timeline import Spans
 
 # Phases of a step map onto the links of the RL loop for the verdict.

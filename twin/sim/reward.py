@@ -1,6 +1,6 @@
 """Reward services as many-server queues over the sandbox queue kernel.
 
-One mechanism serves every kind: each kind (:mod:`twin.rewards`) says how many servers it has
+One mechanism serves every kind: each kind (:mod:`twin.config.rewards`) says how many servers it has
 and what a sample costs; the queue kernel serves samples in arrival order. State persists
 across calls, so in streaming modes reward work of consecutive steps queues behind itself.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.plan import Plan
+from twin.config.plan import Plan
 from twin.engine.reward_queue import new_pool, sandbox_queue_kernel
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from twin.config.hardware import DeviceProfile, LinkProfile
 from twin.config.registry import resolve_profile
 from twin.config.scenario import Scenario, placement_pools
-from twin.modes import Mode, mode
+from twin.config.modes import Mode, mode
 
 
 @dataclass(frozen=True, eq=False)

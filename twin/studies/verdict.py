@@ -11,7 +11,7 @@ staleness bound).
 A pressure that needs more GPUs adds nodes of the same kind; one that a deployment mode cannot
 express (staleness on colocated GPUs) re-places the same GPUs as separate pools, whose engines,
 alone on their GPUs, take vLLM's default memory fraction where the colocated one was smaller
-(:func:`twin.modes.engines_on_their_own_gpus`). How to split
+(:func:`twin.config.modes.engines_on_their_own_gpus`). How to split
 them is itself the question a planner would ask, so the verdict tries the splits between two
 bounds and keeps the best: the rollout pool needs at least its share of the work at full batch
 (what it does once the tail no longer idles it) and at most its share of the step's time.
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from twin.errors import InputError, choices
-from twin.modes import engines_on_their_own_gpus
-from twin.plan import Plan
+from twin.config.modes import engines_on_their_own_gpus
+from twin.config.plan import Plan
 from twin.runner import Report, simulate_many
 
 
@@ -324,7 +324,7 @@ def noise_bands(base: Report, rows: list[Row], base_again: list[dict | InputErro
     every row's band; a row whose |gain| is at least that and under ``NOISE_SKIP`` times it is
     re-simulated with the same seeds and its band is the larger of the two spreads. Same seed,
     same bands."""
-    from twin import noise
+    from twin.studies import noise
     from twin.config.load import apply_overrides
     from twin.sim.settle import settling
 
@@ -430,7 +430,7 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
 
 def noise_seeds(data: dict) -> list[dict]:
     """The scenario (as data) with the other seeds its noise band is measured with."""
-    from twin.noise import reseeded
+    from twin.studies.noise import reseeded
 
     return reseeded(data)
 

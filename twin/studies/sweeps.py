@@ -1,8 +1,8 @@
 """A grid of any scenario fields: every combination simulated, one row each.
 
 :func:`sweep` takes axes (``"path=v1,v2"`` strings or a mapping, read as ``twin plan --vary``
-reads them: :func:`twin.planner.parse_vary`), simulates the cartesian product of their values
-on an executor (:mod:`twin.executors`), and returns one row per combination in the grid's
+reads them: :func:`twin.studies.planner.parse_vary`), simulates the cartesian product of their values
+on an executor (:mod:`twin.studies.executors`), and returns one row per combination in the grid's
 order (the first axis slowest): the values, step time, useful trajectories/h, tokens/s, the
 binding link and its load — or, for a combination that cannot run (invalid together, does not
 fit in memory), the reason. The rows go out as a table, CSV, Parquet (pyarrow, the
@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from twin import executors, runner
+from twin.studies import executors
+from twin import runner
 from twin.errors import InputError
 
 MAX_ROWS = 100_000
@@ -148,9 +149,9 @@ def sweep(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     """Simulate every combination of the ``grid`` axes (path → values, or ``"path=v1,v2"``
     strings) on ``scenario`` with ``overrides``. Raises :class:`InputError` on bad input (an
     unknown field, a value the field refuses, no axis); a combination that cannot run is a row
-    with its ``error``; :class:`twin.executors.Interrupted` on Ctrl-C, with the best row so far."""
+    with its ``error``; :class:`twin.studies.executors.Interrupted` on Ctrl-C, with the best row so far."""
     from twin.config.load import apply_overrides, parse_overrides
-    from twin.planner import parse_vary
+    from twin.studies.planner import parse_vary
 
     try:
         axes = parse_vary(grid)

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from twin.plan import Plan
+from twin.config.plan import Plan
 
 SEGMENTS = 10
 

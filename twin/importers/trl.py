@@ -8,8 +8,8 @@ from pathlib import Path
 
 from twin.config.io import read_mapping
 from twin.errors import InputError
-from twin.frameworks import shell
-from twin.frameworks.base import Builder, Imported, Importer, Knobs, ceil_div, resolve_model, scalar, workload
+from twin.importers import shell
+from twin.importers.base import Builder, Imported, Importer, Knobs, ceil_div, resolve_model, scalar, workload
 
 VERSION = "0.19 (trl.GRPOConfig field names and defaults, 2025)"
 DEFAULT_PROCESSES = 8

@@ -6,7 +6,7 @@ steps off; async with staleness 1..K, partial rollout off or on), the rollout:tr
 whole engines (whole nodes where the budget spans two or more), the engines' tensor parallelism
 — times any axes the user adds (``vary``), prunes the ones that cannot run (validation, memory,
 an engine wider than a node or than the model's heads allow) without simulating them, and
-simulates the rest on an executor (:mod:`twin.executors`: the local process pool, or Ray).
+simulates the rest on an executor (:mod:`twin.studies.executors`: the local process pool, or Ray).
 
 Up to :data:`EXHAUSTIVE_LIMIT` feasible candidates are all simulated at the scenario's
 ``run.steps``. Beyond it the search is successive halving: every candidate is simulated with
@@ -29,9 +29,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from twin import executors, runner
+from twin.studies import executors
+from twin import runner
 from twin.errors import InputError, choices
-from twin.modes import MODES, engines_on_their_own_gpus
+from twin.config.modes import MODES, engines_on_their_own_gpus
 
 EXHAUSTIVE_LIMIT = 256     # feasible candidates simulated at full steps without screening
 FIRST_RUNG_STEPS = 3       # successive halving: steps of the first (cheapest) rung
@@ -41,7 +42,7 @@ MAX_SPLITS = 64            # rollout:trainer splits tried per engine size (evenl
 MAX_CANDIDATES = 8192      # the whole space, before pruning
 MAX_STALENESS = 8          # --max-staleness
 ENGINE_TPS = (1, 2, 4, 8)
-NOISE_SEEDS = 2            # other seeds the top candidates are re-simulated with (twin.noise)
+NOISE_SEEDS = 2            # other seeds the top candidates are re-simulated with (twin.studies.noise)
 
 OBJECTIVES = {
     "useful_trajectories_per_hour": "useful trajectories/h (higher is better)",
@@ -112,7 +113,7 @@ def _modes(max_staleness: int) -> list[tuple[str, int, bool]]:
 
 def _splits(free: int, tp: int, gpus_per_node: int) -> list[int]:
     """Rollout GPUs of separate pools out of ``free``: whole engines, in whole nodes where the
-    budget spans two nodes or more (as :func:`twin.verdict._split`), at least one GPU left to
+    budget spans two nodes or more (as :func:`twin.studies.verdict._split`), at least one GPU left to
     the trainer; at most :data:`MAX_SPLITS`, evenly spaced."""
     unit = tp * gpus_per_node // math.gcd(tp, gpus_per_node)
     unit = max(tp, min(unit, gpus_per_node))
@@ -465,10 +466,10 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     ``overrides`` apply to the scenario first (dotted paths or ``path=value`` strings, as
     ``--set``); ``vary`` adds axes (path → values, or ``"path=v1,v2"`` strings), tried in every
     combination. ``executor``: 'local' (a process pool of ``workers``), 'ray' (Ray tasks; a
-    local Ray, or the cluster at ``ray_address``) or an :class:`twin.executors.Executor`.
+    local Ray, or the cluster at ``ray_address``) or an :class:`twin.studies.executors.Executor`.
     ``resume``: a checkpoint file, continued when it exists (it must be of this scenario) and
     written as simulations finish. Raises :class:`InputError` on bad input, or when no
-    candidate fits the budget; :class:`twin.executors.Interrupted` (a KeyboardInterrupt) on
+    candidate fits the budget; :class:`twin.studies.executors.Interrupted` (a KeyboardInterrupt) on
     Ctrl-C, carrying the best candidate so far.
     """
     from twin.config.load import apply_overrides, parse_overrides
@@ -593,7 +594,7 @@ def _prune(base: dict, candidates: list[Candidate]) -> tuple[list[Candidate], di
     others counted by reason, with the first message of each."""
     from twin.config.load import apply_overrides
     from twin.cost.memory import memory_problem
-    from twin.plan import resolve
+    from twin.config.plan import resolve
 
     pruned = {k: 0 for k in PRUNE_REASONS}
     examples: dict[str, str] = {}
@@ -642,7 +643,7 @@ def _engine_remedy(base: dict, cand: Candidate, plan) -> tuple[Candidate, Any] |
     or None when no fraction leaves the engine its budget."""
     from twin.config.load import apply_overrides
     from twin.cost.memory import resident_trainer_bytes, rollout_memory
-    from twin.plan import resolve
+    from twin.config.plan import resolve
 
     path = "placement.rollout.gpu_memory_utilization"
     if path in cand.overrides:
@@ -667,7 +668,7 @@ def _trainer_remedy(base: dict, cand: Candidate, plan) -> Candidate | None:
     the best YAML show it); None when none does."""
     from twin.config.load import apply_overrides
     from twin.cost.memory import memory_problem
-    from twin.plan import resolve
+    from twin.config.plan import resolve
 
     def given(path: str) -> bool:
         return path in cand.overrides or path.rpartition(".")[2] in cand.context.trainer_given
@@ -819,8 +820,8 @@ def _search(session, feasible, steps, objective, price, top, pruned, examples):
 
 def _noise(session, shown, seed, objective) -> dict[int, float | None]:
     """Relative spread (max − min) / mean of the objective's figure over the run's seed and
-    NOISE_SEEDS more, per shown candidate (twin.noise)."""
-    from twin import noise
+    NOISE_SEEDS more, per shown candidate (twin.studies.noise)."""
+    from twin.studies import noise
 
     cands = [c for c, _ in shown]
     runs = [[_metric(rep, objective)] for _, rep in shown]

@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 
 from twin.errors import InputError
-from twin.fit import fit_log, read_logs
-from twin.fit.logs import TIMINGS
+from twin.importers.logs import fit_log, read_logs
+from twin.importers.logs.readers import TIMINGS
 from twin.output import Outputs
 
 TOLERANCE = 0.2

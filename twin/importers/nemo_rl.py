@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.errors import InputError
-from twin.frameworks import compose
-from twin.frameworks.base import Builder, Imported, Importer, Knobs, resolve_model, workload
+from twin.importers import compose
+from twin.importers.base import Builder, Imported, Importer, Knobs, resolve_model, workload
 
 VERSION = "0.3 (examples/configs/grpo_math_1B.yaml key names and defaults, 2025)"
 BACKENDS = {"vllm": "continuous", "sglang": "continuous", "hf": "static"}
@@ -18,7 +18,7 @@ def read(paths: list[Path]) -> Knobs:
         if path.suffix in (".yaml", ".yml"):
             knobs.put_tree(compose.inherit(path), path)
         else:  # a launch script: `uv run examples/run_grpo_math.py --config X.yaml key=value ...`
-            from twin.frameworks import shell
+            from twin.importers import shell
 
             script = shell.parse(path.read_text(errors="replace"))
             found = [(m, a) for m, a in map(shell.python_module, script.commands) if m and "grpo" in m]

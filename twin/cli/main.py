@@ -294,7 +294,7 @@ def _say(line: str) -> None:
 
 def _warn(plan) -> None:
     """Settings that do nothing in this scenario, one line each on stderr (also in the JSON)."""
-    from twin.lint import warnings
+    from twin.config.warnings import warnings
 
     for text in warnings(plan):
         print(f"twin: warning: {text}", file=sys.stderr)
@@ -302,7 +302,7 @@ def _warn(plan) -> None:
 
 def _check(args) -> int:
     from twin import runner
-    from twin.check import check_report, render_check
+    from twin.analysis.check import check_report, render_check
     from twin.cost.memory import memory_problem
 
     outputs = _outputs(args)
@@ -323,14 +323,14 @@ def _check(args) -> int:
 
 def _run(args) -> int:
     from twin import runner
-    from twin.progress import compile_notice, count_printer, progress_printer
-    from twin.render import render_run
-    from twin.verdict import judge
+    from twin.cli.progress import compile_notice, count_printer, progress_printer
+    from twin.analysis.render import render_run
+    from twin.studies.verdict import judge
 
     outputs = _outputs(args)
     source = args.scenario
     if args.from_files:
-        from twin.frameworks import scenario_from
+        from twin.importers import scenario_from
 
         if source is not None:
             raise InputError("give a scenario or --from FRAMEWORK FILE..., not both", field="--from", value=source)
@@ -362,9 +362,9 @@ def _run(args) -> int:
 
 def _sample_steps(args, plan, outputs) -> int:
     """``twin run --sample-steps K``: the whole run extrapolated from K steps per segment."""
-    from twin.analysis.extrapolate import extrapolate_run
-    from twin.progress import count_printer
-    from twin.render import render_estimate
+    from twin.studies.extrapolate import extrapolate_run
+    from twin.cli.progress import count_printer
+    from twin.analysis.render import render_estimate
 
     if args.sample_steps < 1 or args.trace or args.until:
         raise InputError("--sample-steps estimates the run's time alone: K >= 1, without --trace or --until",
@@ -381,7 +381,7 @@ def _sample_steps(args, plan, outputs) -> int:
 
 
 def _validate(args) -> int:
-    from twin.validate import (all_ok, case_files, implied_parameters, render, render_cross, render_implied,
+    from twin.validation.validate import (all_ok, case_files, implied_parameters, render, render_cross, render_implied,
                                validate_source)
 
     outputs = _outputs(args)
@@ -416,22 +416,22 @@ def _validate(args) -> int:
 
 
 def _pressure_names() -> list[str]:
-    from twin.verdict import PRESSURES
+    from twin.studies.verdict import PRESSURES
 
     return list(PRESSURES)
 
 
 def _noise_rule() -> str:
-    from twin.verdict import NOISE_RULE
+    from twin.studies.verdict import NOISE_RULE
 
     return NOISE_RULE
 
 
 def _whatif(args) -> int:
     from twin import runner
-    from twin.render import gain_text, pressure_note
-    from twin.progress import compile_notice, count_printer
-    from twin.verdict import resolve_pressures, sensitivity
+    from twin.analysis.render import gain_text, pressure_note
+    from twin.cli.progress import compile_notice, count_printer
+    from twin.studies.verdict import resolve_pressures, sensitivity
 
     outputs = _outputs(args)
     plan = runner.prepare(args.scenario, args.overrides)
@@ -495,7 +495,7 @@ def _import_parser(sub) -> None:
 
 
 def _import(args) -> int:
-    from twin.frameworks import import_files, scenario_yaml, validated, warn
+    from twin.importers import import_files, scenario_yaml, validated, warn
 
     outputs = Outputs()
     outputs.add("--out", args.out)
@@ -537,7 +537,7 @@ def _outputs(args) -> Outputs:
 
 
 def _plan_parser(sub, scenario_args) -> None:
-    from twin.planner import EXHAUSTIVE_LIMIT, MAX_STALENESS, OBJECTIVES
+    from twin.studies.planner import EXHAUSTIVE_LIMIT, MAX_STALENESS, OBJECTIVES
 
     plan = sub.add_parser(
         "plan", help="the best deployment for a GPU budget: modes, splits, engine tp, ranked",
@@ -593,8 +593,8 @@ def _interrupted(command: str, exc) -> int:
 
 
 def _plan(args) -> int:
-    from twin.executors import Interrupted
-    from twin.planner import plan_budget, progress_printer
+    from twin.studies.executors import Interrupted
+    from twin.studies.planner import plan_budget, progress_printer
 
     outputs = _outputs(args)
     outputs.add("--out", args.out)
@@ -617,7 +617,7 @@ def _plan(args) -> int:
 
 
 def _scale_parser(sub, scenario_args) -> None:
-    from twin.scaling import DEFAULT_THRESHOLD
+    from twin.studies.scaling import DEFAULT_THRESHOLD
 
     scale = sub.add_parser(
         "scale", help="the scaling curve: throughput, efficiency and the binding link at each GPU count",
@@ -646,9 +646,9 @@ def _scale_parser(sub, scenario_args) -> None:
 
 
 def _scale(args) -> int:
-    from twin.executors import Interrupted
-    from twin.planner import progress_printer
-    from twin.scaling import scale
+    from twin.studies.executors import Interrupted
+    from twin.studies.planner import progress_printer
+    from twin.studies.scaling import scale
 
     outputs = _outputs(args)
     try:
@@ -687,9 +687,9 @@ def _sweep_parser(sub, scenario_args) -> None:
 
 
 def _sweep(args) -> int:
-    from twin.executors import Interrupted
-    from twin.planner import progress_printer
-    from twin.sweeps import require_pyarrow, sweep
+    from twin.studies.executors import Interrupted
+    from twin.studies.planner import progress_printer
+    from twin.studies.sweeps import require_pyarrow, sweep
 
     outputs = _outputs(args)
     outputs.add("--csv", args.csv_path, stdout=True)
@@ -737,7 +737,7 @@ def _fit_parser(sub) -> None:
 
 
 def _fit(args) -> int:
-    from twin.fit.command import main as fit_main
+    from twin.cli.fit import main as fit_main
 
     return fit_main(args)
 

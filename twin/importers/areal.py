@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from twin.errors import InputError
-from twin.frameworks import compose, shell
-from twin.frameworks.base import Builder, Imported, Importer, Knobs, ceil_div, resolve_model, workload
+from twin.importers import compose, shell
+from twin.importers.base import Builder, Imported, Importer, Knobs, ceil_div, resolve_model, workload
 
 VERSION = "0.3 (AReaL-lite experiment config: allocation_mode, rollout, gconfig, actor, 2025)"
 FORMS = ("<sglang|vllm>:d<N>[p1]t<N> + [fsdp:|megatron:]d<N>[p<N>]t<N>, or the older "

@@ -132,7 +132,7 @@ def load_source(path: Path) -> Source:
         raise input_error(exc, path, Source) from None
     if source.imports is None:
         return source
-    from twin.frameworks import import_files
+    from twin.importers import import_files
 
     imp = source.imports
     try:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.errors import InputError
-from twin.frameworks import shell
-from twin.frameworks.base import Builder, Imported, Importer, Knobs, ceil_div, resolve_model, scalar, workload
+from twin.importers import shell
+from twin.importers.base import Builder, Imported, Importer, Knobs, ceil_div, resolve_model, scalar, workload
 
 VERSION = "0.8 (openrlhf.cli.train_ppo_ray flags, flat and dotted spellings)"
 # The dotted spelling of each flat flag the twin reads: both name one knob.

@@ -2,7 +2,7 @@
 
 :func:`scale` simulates the scenario at each size in ``gpus`` — its own placement scaled
 proportionally (:func:`scaled_overrides`), or with ``replan`` the planner's best deployment at
-that size (:func:`twin.planner.plan_budget`) — and reports per size the throughput, the scaling
+that size (:func:`twin.studies.planner.plan_budget`) — and reports per size the throughput, the scaling
 efficiency against the smallest size that runs, and the binding link with its load. It names
 the sizes at which the binding link changes and the first size whose efficiency falls below a
 threshold: where an added GPU stops paying.
@@ -18,9 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from twin import executors, runner
+from twin.studies import executors
+from twin import runner
 from twin.errors import InputError
-from twin.modes import MODES
+from twin.config.modes import MODES
 
 DEFAULT_THRESHOLD = 0.7   # efficiency below which an added GPU "stops paying" (user-settable)
 MAX_POINTS = 64           # sizes in one call
@@ -54,7 +55,7 @@ def parse_gpus(value: str | Iterable[int]) -> list[int]:
 
 def _unit(free: int, tp: int, gpus_per_node: int) -> int:
     """The rollout pool's step: whole engines, and whole nodes when the pool spans two or more
-    (the planner's rule, :func:`twin.planner._splits`)."""
+    (the planner's rule, :func:`twin.studies.planner._splits`)."""
     unit = tp * gpus_per_node // math.gcd(tp, gpus_per_node)
     unit = max(tp, min(unit, gpus_per_node))
     return tp if free < 2 * unit else unit
@@ -248,12 +249,12 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     """The scaling curve of ``scenario`` over the sizes ``gpus`` ("16,32,64" or integers).
 
     Without ``replan`` each size runs the scenario's placement scaled proportionally
-    (:func:`scaled_overrides`); with it, the best of :func:`twin.planner.plan_budget` at that
+    (:func:`scaled_overrides`); with it, the best of :func:`twin.studies.planner.plan_budget` at that
     size (``max_staleness`` bounds its search). ``scale_batch``: weak scaling, the batch
     (``algorithm.prompts_per_step``) grown with the GPUs (:func:`batch_override`); without it
     the batch stays the scenario's (strong scaling). A size that cannot run (memory, a split that
     does not fit) is a point with its ``error``, not a failure. Raises :class:`InputError` on
-    bad input, :class:`twin.executors.Interrupted` on Ctrl-C (with the points so far).
+    bad input, :class:`twin.studies.executors.Interrupted` on Ctrl-C (with the points so far).
     """
     from twin.config.load import apply_overrides, parse_overrides
     from twin.sim.settle import settling
@@ -303,7 +304,7 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
 
 
 def _replanned(scenario, overrides, batch_of, sizes, max_staleness, ex, progress, points) -> list[ScalePoint]:
-    from twin.planner import plan_budget
+    from twin.studies.planner import plan_budget
 
     for n in sizes:
         batch = batch_override(batch_of, n) if batch_of is not None else {}

@@ -15,8 +15,8 @@ from pathlib import Path
 import yaml
 
 from twin.errors import InputError, choices
-from twin.frameworks import areal, nemo_rl, openrlhf, trl, verl
-from twin.frameworks.base import Imported, Importer
+from twin.importers import areal, nemo_rl, openrlhf, trl, verl
+from twin.importers.base import Imported, Importer
 
 
 IMPORTERS: dict[str, Importer] = {m.IMPORTER.name: m.IMPORTER for m in (verl, nemo_rl, openrlhf, areal, trl)}
@@ -62,7 +62,7 @@ def _name(path: Path) -> str:
 
 
 def validated(result: Imported, overrides: Sequence[str] | dict = ()):
-    """The imported scenario loaded and resolved (a :class:`twin.plan.Plan`), with ``--set``
+    """The imported scenario loaded and resolved (a :class:`twin.config.plan.Plan`), with ``--set``
     overrides applied; a field that does not validate is named by the knob it came from."""
     from twin import runner
 

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from twin.errors import InputError
-from twin.frameworks import compose, shell
-from twin.frameworks.base import Builder, Imported, Importer, Knobs, resolve_model, scalar, workload
+from twin.importers import compose, shell
+from twin.importers.base import Builder, Imported, Importer, Knobs, resolve_model, scalar, workload
 
 VERSION = "0.5 (verl/trainer/config/ppo_trainer.yaml key names and defaults, 2025)"
 ARR = "actor_rollout_ref"

@@ -6,7 +6,7 @@ sandboxes, a reward model or an LLM judge on its own GPUs. A kind says how many 
 what one sample costs, the analytic lower bound of a step's reward work, and what "×2 reward
 capacity" means for it. Adding a kind is one class here, listed in :data:`REWARD_KINDS`.
 
-Methods take the resolved :class:`twin.plan.Plan` (GPU counts, the scaled device profile).
+Methods take the resolved :class:`twin.config.plan.Plan` (GPU counts, the scaled device profile).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from twin.cost import transformer
 from twin.cost.roofline import compute_time
 
 if TYPE_CHECKING:
-    from twin.plan import Plan
+    from twin.config.plan import Plan
 
 Count = Annotated[int, Field(ge=1)]
 # (service seconds per attempt [n, tries], failed per attempt [n, tries], timeout seconds)

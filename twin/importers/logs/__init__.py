@@ -1,8 +1,8 @@
 """``twin fit``: response (and prompt) length distributions recovered from a run's own logs.
 
-:mod:`twin.fit.logs` reads verl, TRL, W&B-CSV and JSONL logs into per-step records;
-:mod:`twin.fit.lognormal` recovers a clipped lognormal from one window's summaries;
-:func:`fit_log` cuts the log into windows and fits each; :mod:`twin.fit.command` writes the
+:mod:`twin.importers.logs.readers` reads verl, TRL, W&B-CSV and JSONL logs into per-step records;
+:mod:`twin.importers.logs.lognormal` recovers a clipped lognormal from one window's summaries;
+:func:`fit_log` cuts the log into windows and fits each; :mod:`twin.cli.fit` writes the
 report, the fitted scenario and the validation case. See docs/fit.md.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from twin.errors import InputError
-from twin.fit.lognormal import DEFAULT_BATCH, Fitted, fit
-from twin.fit.logs import PROMPT, RESPONSE, TIMINGS, Log, Step, read_logs
+from twin.importers.logs.lognormal import DEFAULT_BATCH, Fitted, fit
+from twin.importers.logs.readers import PROMPT, RESPONSE, TIMINGS, Log, Step, read_logs
 
 __all__ = ["fit_log", "windows", "read_logs", "Log", "Step"]
 

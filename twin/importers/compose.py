@@ -7,7 +7,7 @@ from pathlib import Path
 
 from twin.config.io import read_mapping
 from twin.errors import InputError
-from twin.frameworks.base import deep_merge
+from twin.importers.base import deep_merge
 
 MAX_LEVELS = 16
 

@@ -10,8 +10,8 @@ from twin.config.scenario import resolved_dict
 from twin.cost.engine import engine_costs
 from twin.cost.memory import GiB, memory_report, resident_trainer_bytes
 from twin.cost.phases import generation_bound, phase_estimates, sample_step, step_estimate
-from twin.lint import warnings
-from twin.plan import Plan
+from twin.config.warnings import warnings
+from twin.config.plan import Plan
 
 
 def check_report(plan: Plan) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Settings that validate but change nothing in the simulation: one warning sentence each.
 
-:func:`warnings` reads a resolved :class:`~twin.plan.Plan` and names each field
+:func:`warnings` reads a resolved :class:`~twin.config.plan.Plan` and names each field
 that the simulator ignores in this combination, why, and what to set instead. Impossible
 settings are not here: validation refuses them. Each check follows what the simulator does
 (``twin.sim.loop``, ``twin.sim.producer``, the cost models), not what a framework might do, and
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from twin.config.scenario import DynamicSampling, WeightSync
 from twin.cost.weight_sync import sync_method
-from twin.plan import Plan
+from twin.config.plan import Plan
 
 
 def _default(model, field: str):
@@ -85,7 +85,7 @@ def warnings(plan: Plan) -> list[str]:
         out.append(f"evaluation.prompts: {ev.prompts} does nothing with evaluation.every_steps: 0 "
                    "(evaluation off); set evaluation.every_steps to evaluate every that many steps.")
 
-    # DAPO's dynamic sampling (twin.workload: groups are filtered only when it is enabled; the
+    # DAPO's dynamic sampling (twin.config.workload: groups are filtered only when it is enabled; the
     # producer regenerates until the batch is full, with no round limit).
     ds = a.dynamic_sampling
     if not ds.enabled and ds.zero_variance_fraction > 0:

@@ -82,7 +82,7 @@ class Knobs:
     def put_launch_args(self, args: list[str], script: Path, load: Callable[[Path], dict], what: str) -> None:
         """A launch script's ``--config FILE`` (loaded with ``load``, its path relative to the
         script) and its ``key=value`` overrides on top, in that order (Hydra's and NeMo-RL's)."""
-        from twin.frameworks import shell
+        from twin.importers import shell
 
         for i, arg in enumerate(args):
             if arg.startswith("--config"):
@@ -123,7 +123,7 @@ class Knobs:
     def _resolve(self, key: str, value: Any, depth: int) -> Any:
         """Hydra/OmegaConf interpolation of a whole value: ``${other.key}``,
         ``${oc.select:other.key,default}``; a shell variable left unset is an error."""
-        from twin.frameworks.shell import unresolved
+        from twin.importers.shell import unresolved
 
         if isinstance(value, str):
             name = unresolved(value)

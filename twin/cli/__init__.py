@@ -1,0 +1,1 @@
+"""The ``twin`` command: one module per command family, :mod:`twin.cli.main` the entry point."""

@@ -1,0 +1,1 @@
+"""The twin against published runs: case files, their figures and errors (``twin validate``)."""
