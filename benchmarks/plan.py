@@ -38,8 +38,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout, uninstalled
+from twin.config.overrides import apply_overrides  # noqa: E402
 from twin.studies import planner  # noqa: E402
-from twin.config.load import apply_overrides  # noqa: E402
 
 SCENARIO = "grpo-8b-disaggregated"
 GPUS = 64
@@ -96,12 +96,12 @@ def _profile(n: int) -> None:
     cands = planner._generate(base, scenario, [{}], GPUS, MAX_STALENESS)
     feasible, _, _ = planner._prune(base, cands)
     jobs = [apply_overrides(base, c.overrides) for c in feasible[:: max(1, len(feasible) // n)][:n]]
-    runner._report_data(jobs[0])  # kernels loaded before profiling
+    runner.report_data(jobs[0])  # kernels loaded before profiling
     prof = cProfile.Profile()
     t = time.perf_counter()
     prof.enable()
     for job in jobs:
-        runner._report_data(job)
+        runner.report_data(job)
     prof.disable()
     print(f"profile: {len(jobs)} candidates in-process, {(time.perf_counter() - t) / len(jobs) * 1000:.0f} ms each")
     out = io.StringIO()

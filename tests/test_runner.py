@@ -11,6 +11,7 @@ import twin
 from twin import runner
 from twin.cli.main import main
 from twin.errors import InputError
+from twin.studies import executors
 
 SMALL = {"run.steps": 3, "algorithm.prompts_per_step": 64}
 
@@ -105,7 +106,7 @@ def test_prepare_names_the_scenario_file_when_memory_does_not_fit():
 def test_simulate_many_returns_input_errors_in_place():
     good = runner.load("grpo-8b-disaggregated", SMALL).model_dump(mode="json")
     bad = {**good, "placement": {**good["placement"], "rollout": {**good["placement"]["rollout"], "gpus": 7, "tp": 2}}}
-    out = runner.simulate_many([good, bad], workers=1)
+    out = executors.simulate_many([good, bad], workers=1)
     assert isinstance(out[0], dict) and isinstance(out[1], InputError)
 
 

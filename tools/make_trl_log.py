@@ -2,7 +2,7 @@
 
 ``twin fit`` reads TRL's ``trainer_state.json`` (``log_history`` with ``completions/*`` and
 ``step_time``); this tool makes one from an actual :class:`trl.GRPOTrainer` run, so that the
-reader and the fit are checked on a file TRL wrote (tests/fit/fixtures/trl-real/). Nothing is
+reader and the fit are checked on a file TRL wrote (tests/importers/logs/fixtures/trl-real/). Nothing is
 downloaded: the model is a small Qwen2 built from transformers' config class with random
 weights, the tokenizer a character-level one built here with ``tokenizers``. With random
 weights every token is about equally likely, the end-of-sequence token included, so
@@ -12,10 +12,10 @@ Requirements (not a twin dependency; a tool): ``pip install trl transformers "to
 (tried with trl 1.16.0, transformers 5.24.0, torch 2.13.0+cpu). Takes about a minute on 2
 CPU cores at the defaults::
 
-    python tools/make_trl_log.py --out tests/fit/fixtures/trl-real/trainer_state.json
+    python tools/make_trl_log.py --out tests/importers/logs/fixtures/trl-real/trainer_state.json
 
 Also writes ``run.json`` beside ``--out``: the run's settings, the model's shape and the
-versions, which tests/fit/test_trl_real.py reads to describe the same run to the twin.
+versions, which tests/importers/logs/test_trl_real.py reads to describe the same run to the twin.
 """
 
 from __future__ import annotations

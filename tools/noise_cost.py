@@ -15,17 +15,18 @@ import time
 
 import twin.studies.verdict as verdict
 from twin import runner
+from twin.studies import executors
 
 
 def main(name: str) -> None:
     count = [0]
-    real = verdict.simulate_many
+    real = executors.LocalExecutor.map
 
-    def counting(scenarios, *args, **kwargs):
+    def counting(self, scenarios, *args, **kwargs):
         count[0] += len(scenarios)
-        return real(scenarios, *args, **kwargs)
+        return real(self, scenarios, *args, **kwargs)
 
-    verdict.simulate_many = counting
+    executors.LocalExecutor.map = counting
     start = time.perf_counter()
     base = runner.run(name)
     ran = time.perf_counter()

@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 
 from twin import runner
-from twin.config.load import apply_overrides
+from twin.config.overrides import apply_overrides
+from twin.studies import executors
 from twin.studies.noise import reseeded, spread
 from twin.studies.verdict import sensitivity
 
@@ -29,7 +30,7 @@ def measure(name: str) -> None:
             continue
         chosen.append(row)
         jobs += reseeded(apply_overrides(data, row.overrides))
-    reports = runner.simulate_many(jobs)
+    reports = executors.simulate_many(jobs)
     useful = lambda rep: rep["throughput"]["useful_trajectories_per_hour"]
     b = spread([base.useful_trajectories_per_hour] + [useful(r) for r in reports[:2]])
     print(f"{name}: base spread {b}")

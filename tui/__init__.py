@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 
+from twin.errors import InputError
+
 # rltwin is not on a package index: the extra installs from a clone of its repository.
 INSTALL_HINT = 'pip install ".[tui]"'
 
@@ -18,7 +20,5 @@ def require_textual() -> None:
     textual-plotext (the Plan tab's curve), is missing."""
     for module, package in (("textual", "textual"), ("textual_plotext", "textual-plotext")):
         if importlib.util.find_spec(module) is None:
-            from twin.errors import InputError
-
             raise InputError(f"the TUI needs the {package} package; from a clone of rltwin, install it "
                              f"with: {INSTALL_HINT}")

@@ -23,12 +23,21 @@ from textual.markup import escape
 from textual.message import Message
 from textual.widgets import Footer, Header, Input, TabbedContent, TabPane, TextArea
 
-from twin.config.load import parse_overrides, scenario_path
-from twin.errors import InputError
 from tui import require_textual
 from tui.figures import LINK_TITLE
-from tui.jobs import (Cancelled, RunRequest, all_scenarios, builtin_dir, cancellable, load, run_plan,
-                      run_request, run_sensitivity, scenario_files, short_message)
+from tui.jobs import (
+    Cancelled,
+    RunRequest,
+    all_scenarios,
+    builtin_dir,
+    cancellable,
+    load,
+    run_plan,
+    run_request,
+    run_sensitivity,
+    scenario_files,
+    short_message,
+)
 from tui.screens import ExportScreen, HelpScreen
 from tui.widgets.compare import CompareView
 from tui.widgets.loop import LoopView
@@ -38,6 +47,9 @@ from tui.widgets.replay import ReplayView
 from tui.widgets.status import RunStatus
 from tui.widgets.verdict import VerdictView
 from tui.widgets.whatif import WhatIfForm, form_scenario
+from twin.config.load import scenario_path
+from twin.config.overrides import parse_overrides
+from twin.errors import InputError
 
 TABS = ("picker", "loop", "verdict", "replay", "whatif", "compare", "plan")
 TAB_TITLES = ("1 Scenarios", "2 Loop", "3 Verdict", "4 Replay", "5 What-if", "6 Compare", "7 Plan")

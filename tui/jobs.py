@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from twin import runner
-from twin.config.registry import builtin_scenarios
+from twin.config.registry import builtin_scenarios, builtin_scenarios_dir
 from twin.config.scenario import Scenario
 from twin.errors import InputError
 from twin.runner import Progress, Report
+from twin.studies.planner import plan_budget
 from twin.studies.verdict import Verdict, judge
 
 
@@ -79,8 +80,6 @@ def scenario_files(extra: list[str], directory: Path | None = None) -> list[str]
 
 
 def builtin_dir() -> Path:
-    from twin.config.registry import builtin_scenarios_dir
-
     return builtin_scenarios_dir().resolve()
 
 
@@ -126,8 +125,6 @@ def run_plan(request: RunRequest, gpus: int, max_staleness: int,
     other budgets of :func:`curve_budgets` (their best only). ``progress(budget, done, total,
     what)`` follows each; raising from it (:class:`Cancelled`) stops the planning. Raises
     :class:`InputError` when nothing fits ``gpus`` itself; a curve budget nothing fits is a gap."""
-    from twin.studies.planner import plan_budget
-
     def plan(budget: int, keep: int):
         tick = (lambda done, total, what: progress(budget, done, total, what)) if progress else None
         return plan_budget(request.ref, request.overrides, gpus=budget, max_staleness=max_staleness,

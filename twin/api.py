@@ -18,6 +18,7 @@ from typing import Any
 
 from twin import runner
 from twin.runner import Progress, Report, Source
+from twin.studies.verdict import judge, sensitivity
 
 __all__ = ["Report", "simulate", "whatif"]
 
@@ -34,7 +35,8 @@ def simulate(scenario: Source = None, *, progress: Progress | None = None, verdi
     adds the ranked marginal gains and the diagnosis (``report.verdict``, and ``"verdict"`` in
     its JSON). Raises :class:`twin.InputError` on bad input.
     """
-    return runner.run(scenario, _overrides(overrides), progress=progress, verdict=verdict, workers=workers)
+    report = runner.run(scenario, _overrides(overrides), progress=progress)
+    return report.with_verdict(judge(report, workers=workers)) if verdict else report
 
 
 def whatif(scenario: Source = None, pressures: Iterable[str | dict[str, Any]] | None = None, *,
@@ -45,7 +47,5 @@ def whatif(scenario: Source = None, pressures: Iterable[str | dict[str, Any]] | 
     With ``noise`` (the default) each row also has ``noise`` (the relative band from other
     seeds), ``within_noise`` (the gain is inside it: not a gain) and ``noise_reseeded``;
     docs/noise.md gives the rule."""
-    from twin.studies.verdict import sensitivity
-
     base = runner.run(scenario, _overrides(overrides))
     return [row.to_dict() for row in sensitivity(base, pressures, workers, noise=noise)]

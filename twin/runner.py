@@ -1,25 +1,27 @@
 """The one pipeline every front end runs: load → resolve → check → simulate → report.
 
-The command line, the Python API, the TUI, the verdict and ``twin validate`` all call these
-functions, and the verdict's re-simulations go through the one process pool here
-(:func:`simulate_many`). A scenario's input is never changed: overrides apply to the input,
-which is then resolved again (:mod:`twin.config.plan`).
+The command line, the Python API, the TUI and every study (:mod:`twin.studies`: the verdict,
+the planner, …, through :mod:`twin.studies.executors`) call these functions. A scenario's input
+is never changed: overrides apply to the input, which is then resolved again
+(:mod:`twin.config.plan`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from twin.analysis.report import _rounded, build_report
+from twin.analysis.run import step_figures, time_to_all
+from twin.analysis.trace import chrome_trace
 from twin.config.load import DEFAULT_SCENARIO, load_scenario, scenario_path
-from twin.config.scenario import Scenario
-from twin.errors import InputError
 from twin.config.plan import Plan, resolve
+from twin.config.scenario import Scenario
+from twin.cost.memory import memory_problem
+from twin.errors import InputError
 
 Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
 Source = Union[str, Path, Mapping, Scenario, None]  # a built-in name, a YAML path, data, or a Scenario
@@ -50,8 +52,6 @@ def source_file(source: Source) -> str | None:
 def prepare(source: Source = None, overrides: Mapping[str, object] | Sequence[str] | None = None) -> Plan:
     """Load, resolve, and check that every role fits in GPU memory: a plan ready to simulate.
     Raises :class:`InputError` (naming the scenario file) when it is not."""
-    from twin.cost.memory import memory_problem
-
     resolved = plan(source, overrides)
     problem = memory_problem(resolved, source_file(source))
     if problem is not None:
@@ -127,9 +127,6 @@ class Report:
     def with_time_to(self, until: Sequence[tuple[str, float]]) -> Report:
         """This report with ``time_to``: for each (``"trajectories"`` or ``"tokens"``, N), the
         time until the run has trained on N trajectories or generated N tokens."""
-        from twin.analysis.report import _rounded
-        from twin.analysis.run import step_figures, time_to_all
-
         rows = time_to_all(step_figures(self.result), list(until))
         return Report({**self.data, "time_to": _rounded(rows)}, self.plan, self.result, self.verdict)
 
@@ -149,14 +146,11 @@ class Report:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def chrome_trace(self) -> dict[str, Any]:
-        from twin.analysis.trace import chrome_trace
-
         return chrome_trace(self.result.spans)
 
 
 def simulate(plan: Plan, progress: Progress | None = None) -> Report:
     """Simulate a plan's ``run.steps`` optimizer steps: its report (no verdict)."""
-    from twin.analysis.report import build_report
     from twin.sim.loop import simulate as simulate_loop
 
     result = simulate_loop(plan, progress)
@@ -164,42 +158,16 @@ def simulate(plan: Plan, progress: Progress | None = None) -> Report:
 
 
 def run(source: Source = None, overrides: Mapping[str, object] | Sequence[str] | None = None, *,
-        progress: Progress | None = None, verdict: bool = False, pressures: Sequence | None = None,
-        workers: int | None = None) -> Report:
-    """The whole pipeline: prepare, simulate, and with ``verdict`` the marginal gains."""
-    plan = prepare(source, overrides)
-    report = simulate(plan, progress)
-    if verdict:
-        from twin.studies.verdict import judge
-
-        report = report.with_verdict(judge(report, pressures, workers=workers))
-    return report
+        progress: Progress | None = None) -> Report:
+    """The whole pipeline: prepare and simulate (the verdict, a study, sits above:
+    :func:`twin.studies.verdict.judge`, or ``twin.simulate(..., verdict=True)``)."""
+    return simulate(prepare(source, overrides), progress)
 
 
-def _report_data(data: dict) -> dict | InputError:
-    """Worker: one scenario given as data → its report's data, or the input error it raises."""
+def report_data(data: dict) -> dict | InputError:
+    """One scenario given as data → its report's data, or the input error it raises (what a
+    worker of :mod:`twin.studies.executors` runs; picklable, so it works in any process)."""
     try:
         return dict(simulate(prepare(data)).data)
     except InputError as exc:
         return exc
-
-
-def simulate_many(scenarios: Sequence[dict], workers: int | None = None,
-                  progress: Callable[[int, int], None] | None = None) -> list[dict | InputError]:
-    """Report data for each scenario (as data), in order, in up to ``workers`` processes
-    (default: one per CPU); an entry is the :class:`InputError` a scenario raised instead.
-    ``progress(done, total)`` is called as each report arrives (in order)."""
-    workers = workers if workers is not None else min(len(scenarios), os.cpu_count() or 1)
-    out: list[dict | InputError] = []
-    if workers > 1 and len(scenarios) > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for data in pool.map(_report_data, scenarios):
-                out.append(data)
-                if progress is not None:
-                    progress(len(out), len(scenarios))
-        return out
-    for data in scenarios:
-        out.append(_report_data(data))
-        if progress is not None:
-            progress(len(out), len(scenarios))
-    return out

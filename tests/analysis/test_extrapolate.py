@@ -56,7 +56,7 @@ def test_cli_sample_steps(capsys, tmp_path):
 
     from twin.cli.main import main
 
-    tiny = Path(__file__).parents[1] / "fit" / "fixtures" / "tiny.yaml"
+    tiny = Path(__file__).parents[1] / "importers" / "logs" / "fixtures" / "tiny.yaml"
     out = tmp_path / "e.json"
     assert main(["run", str(tiny), "--sample-steps", "1", "--json", str(out)]) == 0
     assert "2 steps estimated in" in capsys.readouterr().out

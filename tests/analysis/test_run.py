@@ -92,7 +92,7 @@ def test_cli_until_in_text_and_json(capsys, tmp_path):
     from pathlib import Path
     import json
 
-    tiny = Path(__file__).parents[1] / "fit" / "fixtures" / "tiny.yaml"  # 2 steps of 256 trajectories
+    tiny = Path(__file__).parents[1] / "importers" / "logs" / "fixtures" / "tiny.yaml"  # 2 steps of 256 trajectories
     out = tmp_path / "r.json"
     assert main(["run", str(tiny), "--no-verdict", "--until", "trajectories=300", "--until", "trajectories=1000",
                  "--json", str(out)]) == 0

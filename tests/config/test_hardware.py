@@ -85,7 +85,7 @@ def test_compute_scale_multiplies_the_compute_curves_and_nothing_else():
 def test_a_scaled_scenario_round_trips_through_its_dump_scaled_once():
     """The verdict re-simulates pressures from ``model_dump``: the scenario holds the profile as
     given and compute_scale beside it, the plan scales once; overriding the scale rescales from it."""
-    from twin.config.load import apply_overrides
+    from twin.config.overrides import apply_overrides
     from twin.runner import plan
 
     s = plan("grpo-7b-colocated", ["cluster.compute_scale=0.5"])

@@ -3,7 +3,8 @@ import time
 import pytest
 
 from twin.config.io import MAX_DEPTH, MAX_VALUES, UnsafeYAML, load_json, load_yaml, read_mapping
-from twin.config.load import load_scenario, parse_overrides
+from twin.config.load import load_scenario
+from twin.config.overrides import parse_overrides
 from twin.errors import InputError
 
 # Nine aliases to nine aliases to ... "billion laughs": 9^9 values once expanded.

@@ -6,7 +6,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from twin.config.load import apply_overrides, load_scenario, parse_overrides
+from twin.config.load import load_scenario
+from twin.config.overrides import apply_overrides, parse_overrides
 from twin.config.registry import builtin_scenarios
 from twin.errors import InputError
 

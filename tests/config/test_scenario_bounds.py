@@ -117,7 +117,7 @@ def test_every_shipped_scenario_and_validation_case_is_within_bounds():
     for path in builtin_cases_dir().glob("*.yaml"):
         source = load_source(path)
         for case in source.cases:
-            from twin.config.load import apply_overrides
+            from twin.config.overrides import apply_overrides
 
             load_scenario(apply_overrides(source.base, case.set))
 

@@ -20,7 +20,7 @@ FITTED = HERE / "fitted.json"
 
 def cases() -> dict[str, dict]:
     """Golden name -> scenario data (a built-in name or a mapping)."""
-    from twin.config.load import apply_overrides
+    from twin.config.overrides import apply_overrides
     from twin.config.registry import builtin_scenarios
     from twin.validation.validate import builtin_cases_dir, load_source
 

@@ -16,6 +16,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from twin.cost.engine import engine_costs
 from twin.sim.result import SimResult
 
 
@@ -100,8 +101,6 @@ def rollout_capacity_tokens_per_s(result: SimResult) -> float:
     """Tokens per second the rollout engines could generate at full batch: each engine
     decoding the largest batch its max_num_seqs and KV cache allow, at the run's mean
     context. A busy engine decoding one long response is busy, not saturated."""
-    from twin.cost.engine import engine_costs
-
     steps = result.steps
     trajectories = sum(r.trajectories for r in steps)
     if trajectories == 0:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from twin.analysis.run import change_text
+
 BAR = 30
 
 
@@ -89,8 +91,6 @@ def render_run(report: dict[str, Any]) -> str:
 def run_lines(report: dict[str, Any]) -> list[str]:
     """The whole run: its total time against run.steps × the first step, per schedule window,
     where the binding link changes, and the time to --until's targets (none for one step)."""
-    from twin.analysis.run import change_text
-
     run = report.get("run")
     lines: list[str] = []
     if run and run["steps"] > 1:
@@ -121,8 +121,6 @@ def run_lines(report: dict[str, Any]) -> list[str]:
 
 def render_estimate(name: str, est: dict[str, Any]) -> str:
     """``twin run --sample-steps``: the whole run's time from a few simulated steps per segment."""
-    from twin.analysis.run import change_text
-
     lines = [f"Scenario {name}: {est['steps']} steps estimated in {_hours(est['total_s'])} from "
              f"{est['simulated_steps']} simulated steps ({est['sample_steps']} per segment after a pipeline-filling one, "
              "lengths of each segment's middle step; docs/fit.md states the error)",

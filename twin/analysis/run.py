@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from twin.errors import InputError
 from twin.sim.result import SimResult
 
 WINDOWS = 10  # a run without schedule windows is summarised in this many equal blocks
@@ -151,8 +152,6 @@ UNTIL_KINDS = ("trajectories", "tokens")
 
 def parse_until(text: str) -> tuple[str, float]:
     """``trajectories=N`` or ``tokens=N`` (``twin run --until``) → (kind, N)."""
-    from twin.errors import InputError
-
     kind, _, value = text.partition("=")
     try:
         n = float(value.replace("_", "").replace(",", ""))

@@ -157,7 +157,8 @@ def main(args) -> int:
               f"(workload.schedule, {n_win} windows, steps {logged[0]}-{logged[1]} of the log as 1-{run_steps}); "
               f"response_tokens/prompt_tokens: the LAST window ({span}), bounded by the longest max of any window")
     if args.scenario:
-        from twin.config.load import apply_overrides, load_scenario
+        from twin.config.load import load_scenario
+        from twin.config.overrides import apply_overrides
 
         fitted = apply_overrides(data, {f"workload.{k}": v for k, v in scheduled.items()})
         load_scenario(fitted)  # the fitted scenario must be one `twin check` accepts

@@ -1,4 +1,5 @@
-"""Progress for long simulations: shown only once a run has taken more than a second."""
+"""Progress for long simulations and batches of them: one updating line on a terminal, a line
+per share of the work otherwise, shown only once the work has taken ``after_s`` seconds."""
 
 from __future__ import annotations
 
@@ -15,18 +16,21 @@ def _status_line(stream, after_s: float, parts: int) -> Iterator:
     stream = stream or sys.stderr
     start = time.monotonic()
     tty = stream.isatty()
-    state = {"shown": False, "last_part": -1}
+    state = {"shown": False, "last_part": -1, "key": None}
 
-    def show(text_of_elapsed, done: int, total: int) -> None:
+    def show(text_of_elapsed, done: int, total: int, key=None) -> None:
         elapsed = time.monotonic() - start
         if elapsed < after_s:
             return
         text = text_of_elapsed(elapsed)
+        part = done * parts // max(total, 1)
         if tty:
+            if key != state["key"] and state["shown"]:
+                stream.write("\n")  # a new stage of the work starts a new line
             stream.write("\r" + text + "   ")
-        elif done * parts // max(total, 1) != state["last_part"]:
-            state["last_part"] = done * parts // max(total, 1)
+        elif part != state["last_part"] or key != state["key"]:
             stream.write(text + "\n")
+        state.update(last_part=part, key=key)
         state["shown"] = True
         stream.flush()
 
@@ -51,16 +55,25 @@ def progress_printer(total: int, stream=None, after_s: float = 1.0) -> Iterator:
 
 
 @contextmanager
-def count_printer(label: str, stream=None, after_s: float = 1.0) -> Iterator:
-    """A ``progress(done, total)`` callback for a batch of simulations: one updating line on
-    stderr with the time left at the rate so far (a line per 25% when stderr is not a terminal)."""
-    with _status_line(stream, after_s, 4) as show:
-        def progress(done: int, total: int) -> None:
-            def text(elapsed: float) -> str:
-                left = f", ~{elapsed / done * (total - done):.0f} s left" if 0 < done < total else ""
-                return f"{label}: {done}/{total}, {elapsed:.0f} s elapsed{left}"
+def count_printer(label: str, stream=None, after_s: float = 1.0, parts: int = 4) -> Iterator:
+    """A ``progress(done, total, what=None)`` callback for a batch of simulations: one updating
+    line on stderr, ``label: [what: ]done of total``, with the time left at the rate so far
+    (measured afresh when ``what``, the stage of the work, changes); a line per 1/``parts`` of
+    each stage when stderr is not a terminal."""
+    stage = {"what": None, "start": 0.0, "first": 0}
+    with _status_line(stream, after_s, parts) as show:
+        def progress(done: int, total: int, what: str | None = None) -> None:
+            now = time.monotonic()
+            if what != stage["what"] or not stage["start"]:
+                stage.update(what=what, start=now, first=done)
 
-            show(text, done, total)
+            def text(elapsed: float) -> str:
+                ran = done - stage["first"]
+                left = (f", ~{(now - stage['start']) / ran * (total - done):.0f} s left"
+                        if 0 < ran and done < total else "")
+                return f"{label}: {what + ': ' if what else ''}{done} of {total}, {elapsed:.0f} s elapsed{left}"
+
+            show(text, done, total, what)
 
         yield progress
 

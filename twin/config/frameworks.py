@@ -22,6 +22,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from twin.config.io import input_error, read_mapping
+from twin.config.overrides import apply_overrides
+from twin.config.registry import builtin_dir
 from twin.errors import InputError, choices
 
 
@@ -57,8 +59,6 @@ class FrameworkProfile(BaseModel):
 
 
 def builtin_framework_dir() -> Path:
-    from twin.config.registry import builtin_dir
-
     return builtin_dir("framework_profiles")
 
 
@@ -114,8 +114,6 @@ def with_framework(data: dict, base_dir: Path | None = None) -> dict:
     if not isinstance(ref, str):
         raise InputError("a framework profile is named by a string", field="framework", value=ref,
                          allowed="a built-in framework profile (" + ", ".join(builtin_frameworks()) + ") or a path")
-    from twin.config.load import apply_overrides  # load imports this module
-
     profile = framework_profile(ref, base_dir)
     missing = {path: s.value for path, s in profile.settings.items() if not _has(data, path)}
     return apply_overrides(data, missing) if missing else data

@@ -76,21 +76,6 @@ ASYNC = Mode("async", "separate pools; groups stream to the trainer within the s
 MODES: dict[str, Mode] = {m.name: m for m in (COLOCATED, DISAGGREGATED, ASYNC)}
 
 
-def engines_on_their_own_gpus(mode_name: str, gpu_memory_utilization: float) -> dict[str, float]:
-    """Overrides for a scenario's engines moved from GPUs they shared with the trainer onto
-    GPUs of their own (the planner's and the verdict's separate-pool alternatives to a colocated
-    run). The memory fraction a colocated engine is given leaves the rest of the GPU to the
-    trainer (verl's recipes use 0.4–0.6, NeMo-RL's 0.6); alone on its GPUs an engine takes
-    vLLM's default, the field's default (0.9), unless the scenario gave it more — otherwise the
-    alternative would keep the shared run's KV cache and its preemptions for no reason."""
-    from twin.config.scenario import RolloutPlacement
-
-    dedicated = RolloutPlacement.model_fields["gpu_memory_utilization"].default
-    if not MODES[mode_name].shares_gpus or gpu_memory_utilization >= dedicated:
-        return {}
-    return {"placement.rollout.gpu_memory_utilization": dedicated}
-
-
 def mode(name: str) -> Mode:
     """The mode called ``name``; an unknown name is an error, never a fallback."""
     try:

@@ -17,6 +17,8 @@ from annotated_types import Ge, Gt, Le, Lt
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from twin.config.scenario import Scenario
+
 HEADER = """# Scenario field reference
 
 Generated from the schema by `python -m twin.config.reference > docs/scenario-reference.md`;
@@ -108,8 +110,6 @@ def _table(rows: list[str]) -> list[str]:
 
 def render_reference() -> str:
     """The reference as Markdown."""
-    from twin.config.scenario import Scenario
-
     tables: list[tuple[type[BaseModel], str]] = []
     seen: set = set()
     lines = [HEADER, "## The scenario", ""]

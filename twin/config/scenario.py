@@ -14,14 +14,15 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from twin.config.distributions import Component, Distribution, Fixed, Mixture
 from twin.config import limits
+from twin.config.distributions import Component, Distribution, Fixed, Mixture
+from twin.config.frameworks import is_path
 from twin.config.hardware import DeviceProfile, Dtype, HostProfile, LinkProfile, Strict
 from twin.config.model import ModelArch
-from twin.config.registry import resolve_model, resolve_profile
-from twin.errors import InputError
 from twin.config.modes import MODES, mode
+from twin.config.registry import resolve_model, resolve_profile
 from twin.config.rewards import Reward, RuleReward
+from twin.errors import InputError
 
 Count = Annotated[int, Field(ge=1)]
 
@@ -570,8 +571,6 @@ class Scenario(Strict):
     def _framework_path(cls, value, info: ValidationInfo):
         """A profile named by a path is kept absolute, so the scenario (dumped, written as the
         planner's best) still finds it from anywhere."""
-        from twin.config.frameworks import is_path
-
         if isinstance(value, str) and is_path(value):
             path = Path(value).expanduser()
             if not path.is_absolute() and _base_dir(info) is not None:

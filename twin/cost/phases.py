@@ -13,11 +13,12 @@ import numpy as np
 
 from twin.config.hardware import DTYPE_BYTES
 from twin.config.plan import Plan
-from twin.cost.engine import EngineCosts, engine_costs
-from twin.cost.memory import engine_weight_bytes, offloaded_state_bytes
-from twin.cost.learner import controller_time, forward_pass_time, update_time
-from twin.cost.weight_sync import weight_sync_cost
 from twin.config.workload import sample_batch
+from twin.cost import reward as reward_cost
+from twin.cost.engine import EngineCosts, engine_costs
+from twin.cost.learner import controller_time, forward_pass_time, update_time
+from twin.cost.memory import engine_weight_bytes, offloaded_state_bytes
+from twin.cost.weight_sync import weight_sync_cost
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def phase_estimates(plan: Plan, step: StepSample | None = None) -> dict[str, flo
     """Lower bound of each phase of one step, seconds (``step``: the step's sample, if drawn)."""
     step = step if step is not None else sample_step(plan)
     gen = generation_bound(engine_costs(plan), plan.rollout_engines, step)
-    out = {"generation": max(gen["tail"], gen["bulk"]), "reward": plan.reward.bound(plan, step.sequence)}
+    out = {"generation": max(gen["tail"], gen["bulk"]), "reward": reward_cost.bound(plan, step.sequence)}
     out.update(learner_phases(plan, step.sequence, CHECK_PRICED_RANKS))
     if plan.mode.shares_gpus:
         out["switch"] = 2 * switch_time(plan)
@@ -103,7 +104,7 @@ def phase_estimates(plan: Plan, step: StepSample | None = None) -> dict[str, flo
 
 def reward_bound(plan: Plan, n: int) -> float:
     """Total reward work of one step's ``n`` samples spread perfectly over its servers."""
-    return plan.reward.bound(plan, np.resize(sample_step(plan).sequence, n))
+    return reward_cost.bound(plan, np.resize(sample_step(plan).sequence, n))
 
 
 def step_estimate(plan: Plan, phases: dict[str, float]) -> float:

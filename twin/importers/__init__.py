@@ -18,7 +18,6 @@ from twin.errors import InputError, choices
 from twin.importers import areal, nemo_rl, openrlhf, trl, verl
 from twin.importers.base import Imported, Importer
 
-
 IMPORTERS: dict[str, Importer] = {m.IMPORTER.name: m.IMPORTER for m in (verl, nemo_rl, openrlhf, areal, trl)}
 NAMES = ("verl", "nemo-rl", "openrlhf", "areal", "trl")  # as typed on the command line
 
@@ -90,7 +89,7 @@ def _blame(exc: InputError, result: Imported) -> InputError:
 def scenario_yaml(result: Imported, overrides: Sequence[str] | dict = ()) -> str:
     """The scenario as YAML, ``--set`` overrides applied, under a header naming the inputs,
     the framework version assumed and the knobs not used."""
-    from twin.config.load import apply_overrides, parse_overrides
+    from twin.config.overrides import apply_overrides, parse_overrides
 
     data = result.scenario
     if overrides:

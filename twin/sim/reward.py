@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from twin.config.plan import Plan
+from twin.cost import reward as reward_cost
 from twin.engine.reward_queue import new_pool, sandbox_queue_kernel
 
 
 class RewardService:
     def __init__(self, plan: Plan, rng: np.random.Generator) -> None:
         self.plan, self.rng = plan, rng
-        self.servers = plan.reward.servers(plan)
+        self.servers = reward_cost.servers(plan)
         self.keys, self.ids = new_pool(self.servers)
         self.busy_s = 0.0
 
@@ -29,7 +30,7 @@ class RewardService:
         if len(arrival) == 0:
             return np.zeros(0), np.zeros(0), np.zeros(0, bool)
         order = np.argsort(arrival, kind="stable")
-        service, failed, timeout = self.plan.reward.service(self.plan, self.rng, context[order])
+        service, failed, timeout = reward_cost.service(self.plan, self.rng, context[order])
         start, end, _, _, ok, busy = sandbox_queue_kernel(
             np.ascontiguousarray(arrival[order], dtype=np.float64), np.ascontiguousarray(service),
             np.ascontiguousarray(failed), self.keys, self.ids, float(timeout))

@@ -1,13 +1,15 @@
 """Where a batch of simulations runs: the local process pool or Ray tasks.
 
-``twin plan``, ``twin scale`` and ``twin sweep`` hand their candidates to an executor as
-scenario data and get back, per candidate and in the order given, its report's data or the
-:class:`~twin.errors.InputError` it raised. Results are collected by index, never by
-completion, so every executor gives the same answer byte for byte.
+Every study that runs a batch of simulations — the verdict's pressures and noise seeds,
+``twin plan``, ``twin scale``, ``twin sweep``, ``twin run --sample-steps``, ``twin validate`` —
+hands them to an executor as scenario data and gets back, per scenario and in the order
+given, its report's data or the :class:`~twin.errors.InputError` it raised. Results are
+collected by index, never by completion, so every executor gives the same answer byte for byte.
 
-* :class:`LocalExecutor` — :func:`twin.runner.simulate_many`: one process per CPU by default,
-  each evaluating candidates in-process (the kernels compile, or load from the cache, once
-  per worker; no process start or import per candidate).
+* :class:`LocalExecutor` — a process pool: one process per CPU by default, each evaluating
+  scenarios in-process (the kernels compile, or load from the cache, once per worker; no
+  process start or import per scenario); workers ignore Ctrl-C, the parent stops handing
+  out work and says what it has.
 * :class:`RayExecutor` — the same worker function as Ray tasks. ``ray.init()`` starts a local
   Ray when no address is given; ``address`` joins an existing cluster. Ray is the optional
   ``ray`` extra (``pip install "rltwin[ray]"``).
@@ -81,19 +83,19 @@ class LocalExecutor(Executor):
         workers = self.workers if self.workers is not None else min(len(scenarios), os.cpu_count() or 1)
         if workers <= 1 or len(scenarios) <= 1:
             for i, data in enumerate(scenarios):
-                yield i, runner._report_data(data)
+                yield i, runner.report_data(data)
             return
         # Workers ignore Ctrl-C: the parent stops handing out candidates and reports what it has.
         pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
         try:
-            yield from enumerate(pool.map(runner._report_data, scenarios))
+            yield from enumerate(pool.map(runner.report_data, scenarios))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
 class RayExecutor(Executor):
     """Each simulation a Ray task running the pool's own worker function
-    (:func:`twin.runner._report_data`). ``workers`` caps the CPUs of a Ray started here."""
+    (:func:`twin.runner.report_data`). ``workers`` caps the CPUs of a Ray started here."""
 
     name = "ray"
 
@@ -121,7 +123,7 @@ class RayExecutor(Executor):
                                  allowed="the address of a running Ray head (ray start --head prints it: "
                                  "HOST:6379 or ray://HOST:10001), or no --ray-address for a local Ray") from None
             self._started = True
-        self._task = ray.remote(num_cpus=1)(runner._report_data)
+        self._task = ray.remote(num_cpus=1)(runner.report_data)
 
     def imap(self, scenarios):
         ray = self._ray
@@ -141,6 +143,18 @@ class RayExecutor(Executor):
         if self._started:
             self._ray.shutdown()
             self._started = False
+
+
+def simulate_many(scenarios: Sequence[dict], workers: int | None = None, progress: Tick | None = None,
+                  executor: str | Executor | None = "local") -> list[dict | InputError]:
+    """Report data (or the InputError) for each scenario, in order, on ``executor`` (a name:
+    one made for this batch and closed after it; an :class:`Executor`: used as it is)."""
+    ex = make(executor, workers=workers)
+    try:
+        return ex.map(scenarios, progress)
+    finally:
+        if ex is not executor:
+            ex.close()
 
 
 def make(executor: str | Executor | None = "local", *, workers: int | None = None,

@@ -25,6 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from twin.config.plan import Plan
+from twin.errors import InputError
+from twin.studies import executors
 
 SEGMENTS = 10
 
@@ -54,30 +56,28 @@ def frozen(plan: Plan, step: int, steps: int) -> dict:
     return data
 
 
-def extrapolate_run(plan: Plan, sample_steps: int,
-                    progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+def extrapolate_run(plan: Plan, sample_steps: int, progress: Callable[[int, int], None] | None = None, *,
+                    workers: int | None = None, executor: str | executors.Executor = "local") -> dict[str, Any]:
     """The whole run's time and binding links from ``sample_steps`` simulated steps (after a
-    pipeline-filling one) per segment; see the module's docstring."""
-    from twin import runner
-
+    pipeline-filling one) per segment, the segments simulated on ``executor``; see the
+    module's docstring."""
     parts = segments(plan)
+    jobs = [frozen(plan, (a + b) // 2, 1 + min(sample_steps, b - a + 1)) for a, b in parts]
+    reports = executors.simulate_many(jobs, workers, progress, executor)
     rows: list[dict[str, Any]] = []
     total = 0.0
-    for i, (a, b) in enumerate(parts):
-        mid = (a + b) // 2
-        report = runner.simulate(runner.prepare(frozen(plan, mid, 1 + min(sample_steps, b - a + 1))))
-        steps = report.data["steps"]
-        step_s = report.step_time_s
+    for i, ((a, b), report) in enumerate(zip(parts, reports)):
+        if isinstance(report, InputError):
+            raise report
+        steps, step_s = report["steps"], report["step_time_s"]
         if i == 0:
             total += steps[0]["end_s"] + (b - a) * step_s  # the pipeline fill, then the steady state
         else:
             total += (b - a + 1) * step_s
-        rows.append({"from_step": a, "to_step": b, "at_step": mid, "simulated_steps": len(steps),
-                     "step_s": step_s, "binding_link": report.binding_link,
+        rows.append({"from_step": a, "to_step": b, "at_step": (a + b) // 2, "simulated_steps": len(steps),
+                     "step_s": step_s, "binding_link": report["bottleneck"][0]["link"] if report["bottleneck"] else None,
                      "mean_response_tokens": sum(s["mean_response_tokens"] for s in steps[1:] or steps)
                      / len(steps[1:] or steps)})
-        if progress is not None:
-            progress(i + 1, len(parts))
     changes = [{"training_step": cur["from_step"], "link": cur["binding_link"], "previous": prev["binding_link"],
                 "mean_response_tokens": cur["mean_response_tokens"]}
                for prev, cur in zip(rows, rows[1:]) if cur["binding_link"] != prev["binding_link"]]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from twin.config.scenario import Run
+
 # Other seeds a run is re-simulated with: three samples in all, the fewest that give a spread
 # that is not a single difference; each more seed costs one more simulation per run.
 EXTRA_SEEDS = 2
@@ -21,8 +23,6 @@ EXTRA_SEEDS = 2
 
 def reseeded(data: dict, k: int = EXTRA_SEEDS) -> list[dict]:
     """``data`` (a scenario as data) with ``run.seed`` + 1, …, + ``k``; ``data`` unchanged."""
-    from twin.config.scenario import Run
-
     run = dict(data.get("run") or {})
     seed = run.get("seed", Run.model_fields["seed"].default)
     return [{**data, "run": {**run, "seed": seed + i}} for i in range(1, k + 1)]

@@ -24,15 +24,19 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from twin.studies import executors
 from twin import runner
+from twin.config.modes import MODES
+from twin.config.overrides import apply_overrides, parse_overrides, split_top_level
+from twin.config.plan import resolve
+from twin.cost.memory import memory_problem, resident_trainer_bytes, rollout_memory
 from twin.errors import InputError, choices
-from twin.config.modes import MODES, engines_on_their_own_gpus
+from twin.sim.settle import settling
+from twin.studies import executors, noise
+from twin.studies.placement import PoolSplit, engines_on_their_own_gpus
 
 EXHAUSTIVE_LIMIT = 256     # feasible candidates simulated at full steps without screening
 FIRST_RUNG_STEPS = 3       # successive halving: steps of the first (cheapest) rung
@@ -111,23 +115,6 @@ def _modes(max_staleness: int) -> list[tuple[str, int, bool]]:
     return out
 
 
-def _splits(free: int, tp: int, gpus_per_node: int) -> list[int]:
-    """Rollout GPUs of separate pools out of ``free``: whole engines, in whole nodes where the
-    budget spans two nodes or more (as :func:`twin.studies.verdict._split`), at least one GPU left to
-    the trainer; at most :data:`MAX_SPLITS`, evenly spaced."""
-    unit = tp * gpus_per_node // math.gcd(tp, gpus_per_node)
-    unit = max(tp, min(unit, gpus_per_node))
-    if free < 2 * unit:
-        unit = tp
-    most = (free - 1) // unit
-    if most < 1:
-        return []
-    counts = list(range(1, most + 1))
-    if len(counts) > MAX_SPLITS:
-        counts = sorted({round(1 + k * (most - 1) / (MAX_SPLITS - 1)) for k in range(MAX_SPLITS)})
-    return [k * unit for k in counts]
-
-
 @dataclass(frozen=True)
 class _Context:
     """What candidate generation needs to know of one scenario (one combination of axes)."""
@@ -137,13 +124,14 @@ class _Context:
     num_kv_heads: int
     mla: bool
     reward_model_gpus: int
+    trainer_multiple: int  # the trainer pool's GPUs are a multiple of this (PoolSplit)
     trainer_given: frozenset[str] = frozenset()  # trainer fields the scenario (or its profile) sets
 
 
 def _context(scenario) -> _Context:
     m = scenario.model
     return _Context(scenario.cluster.gpus_per_node, m.num_heads, m.num_kv_heads, m.mla is not None,
-                    scenario.placement.reward_model_gpus,
+                    scenario.placement.reward_model_gpus, PoolSplit.of(scenario, 1).trainer_multiple,
                     frozenset(scenario.placement.trainer.model_fields_set))
 
 
@@ -155,12 +143,20 @@ def _heads_allow(ctx: _Context, tp: int) -> bool:
     return ctx.mla or ctx.num_kv_heads % tp == 0 or tp % ctx.num_kv_heads == 0
 
 
+def _splits(ctx: _Context, free: int, tp: int) -> list[int]:
+    """Rollout GPUs of separate pools out of ``free`` (:class:`~twin.studies.placement.PoolSplit`:
+    whole engines of ``tp``, in whole nodes where the budget spans two nodes or more, a trainer
+    pool its layout accepts); at most :data:`MAX_SPLITS`, evenly spaced."""
+    sizes = PoolSplit(free, tp, ctx.gpus_per_node, ctx.trainer_multiple).rollout_sizes()
+    if len(sizes) > MAX_SPLITS:
+        sizes = [sizes[i] for i in sorted({round(k * (len(sizes) - 1) / (MAX_SPLITS - 1)) for k in range(MAX_SPLITS)})]
+    return sizes
+
+
 # ----------------------------------------------------------------------------- inputs
 def parse_vary(items: Iterable[str] | Mapping[str, Sequence[Any]] | None) -> dict[str, list[Any]]:
     """``["path=v1,v2", ...]`` (values read as YAML, as ``--set`` reads them; commas inside
     brackets or quotes do not split) or a mapping of paths to lists → path → values."""
-    from twin.config.load import parse_overrides, split_top_level
-
     if not items:
         return {}
     out: dict[str, list[Any]] = {}
@@ -472,8 +468,6 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     candidate fits the budget; :class:`twin.studies.executors.Interrupted` (a KeyboardInterrupt) on
     Ctrl-C, carrying the best candidate so far.
     """
-    from twin.config.load import apply_overrides, parse_overrides
-
     _check_arguments(gpus, max_staleness, objective, gpu_hour_price, top, workers)
     if overrides is not None and not isinstance(overrides, Mapping):
         overrides = parse_overrides(list(overrides))
@@ -562,7 +556,7 @@ def _generate(base: dict, scenario, combos: list[dict], gpus: int, max_staleness
                 if mode_name == "colocated":
                     pools = [(free, free)]
                 else:
-                    pools = [(r, free - r) for r in _splits(free, tp, ctx.gpus_per_node)]
+                    pools = [(r, free - r) for r in _splits(ctx, free, tp)]
                 for rollout, trainer in pools:
                     o = {"cluster.nodes": nodes, "placement.mode": mode_name, "placement.rollout.gpus": rollout,
                          "placement.trainer.gpus": trainer, "placement.rollout.tp": tp,
@@ -592,10 +586,6 @@ def _check_vary(base: dict, first: Candidate | None, axes: dict[str, list]) -> N
 def _prune(base: dict, candidates: list[Candidate]) -> tuple[list[Candidate], dict[str, int], dict[str, str]]:
     """The candidates that validate and fit in memory (checked without simulating); the
     others counted by reason, with the first message of each."""
-    from twin.config.load import apply_overrides
-    from twin.cost.memory import memory_problem
-    from twin.config.plan import resolve
-
     pruned = {k: 0 for k in PRUNE_REASONS}
     examples: dict[str, str] = {}
     feasible = []
@@ -641,10 +631,6 @@ def _engine_remedy(base: dict, cand: Candidate, plan) -> tuple[Candidate, Any] |
     hundredths — what a team sets when it colocates a run its scenario describes on separate
     pools (0.9 there). A fraction the user varies is left as given. The candidate and its plan,
     or None when no fraction leaves the engine its budget."""
-    from twin.config.load import apply_overrides
-    from twin.cost.memory import resident_trainer_bytes, rollout_memory
-    from twin.config.plan import resolve
-
     path = "placement.rollout.gpu_memory_utilization"
     if path in cand.overrides:
         return None
@@ -666,10 +652,6 @@ def _trainer_remedy(base: dict, cand: Candidate, plan) -> Candidate | None:
     inside a node (dividing the heads and the trainer's GPUs). Fields the scenario, its
     framework profile or --vary sets are left as given. The first that fits joins the candidate's overrides (the JSON and
     the best YAML show it); None when none does."""
-    from twin.config.load import apply_overrides
-    from twin.cost.memory import memory_problem
-    from twin.config.plan import resolve
-
     def given(path: str) -> bool:
         return path in cand.overrides or path.rpartition(".")[2] in cand.context.trainer_given
 
@@ -699,8 +681,6 @@ def _trainer_remedy(base: dict, cand: Candidate, plan) -> Candidate | None:
 def _with_steps(data: dict, steps: int | None = None, seed: int | None = None) -> dict:
     """A candidate's job: ``data`` at ``steps`` and ``seed`` (None: the scenario's), stopping
     at steady state (:func:`twin.sim.settle.settling`)."""
-    from twin.sim.settle import settling
-
     data = settling(data)
     run = dict(data.get("run") or {})
     if steps is not None:
@@ -723,8 +703,6 @@ class _Session:
         """Each candidate's report at ``steps`` (None: the scenario's) and its seed in ``seeds``
         (None: the scenario's), in order; those in the checkpoint are not simulated again, the
         others are added to it."""
-        from twin.config.load import apply_overrides
-
         full = self.base["run"]["steps"] if steps is None else steps
         seeds = seeds or [None] * len(cands)
         keys = [json.dumps({"overrides": c.overrides, "steps": full, "seed": seed}, sort_keys=True)
@@ -821,8 +799,6 @@ def _search(session, feasible, steps, objective, price, top, pruned, examples):
 def _noise(session, shown, seed, objective) -> dict[int, float | None]:
     """Relative spread (max − min) / mean of the objective's figure over the run's seed and
     NOISE_SEEDS more, per shown candidate (twin.studies.noise)."""
-    from twin.studies import noise
-
     cands = [c for c, _ in shown]
     runs = [[_metric(rep, objective)] for _, rep in shown]
     if not cands:
@@ -833,33 +809,3 @@ def _noise(session, shown, seed, objective) -> dict[int, float | None]:
         if not isinstance(rep, InputError):
             runs[i % len(cands)].append(_metric(rep, objective))
     return {c.index: noise.spread(values) for c, values in zip(cands, runs)}
-
-
-def progress_printer(stream=None, label: str = "twin plan") -> Progress:
-    """A progress callback writing 'n of N' with the time left at the rate so far to stderr:
-    one updating line on a terminal, a line per 10% otherwise."""
-    import time
-
-    stream = stream or sys.stderr
-    tty = stream.isatty()
-    state = {"what": None, "decile": -1, "start": 0.0, "first": 0}
-
-    def progress(done: int, total: int, what: str) -> None:
-        now = time.monotonic()
-        if what != state["what"]:
-            state.update(start=now, first=done)
-        ran = done - state["first"]
-        left = (f", ~{(now - state['start']) / ran * (total - done):.0f} s left"
-                if 0 < ran and done < total else "")
-        text = f"{label}: {what}: {done} of {total} evaluated{left}"
-        if tty:
-            stream.write("\r" + text + " " * 8 + ("\n" if done == total else ""))
-        else:
-            decile = done * 10 // total
-            if what != state["what"] or decile != state["decile"]:
-                state.update(decile=decile)
-                stream.write(text + "\n")
-        state["what"] = what
-        stream.flush()
-
-    return progress

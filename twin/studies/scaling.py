@@ -18,10 +18,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from twin.studies import executors
 from twin import runner
-from twin.errors import InputError
 from twin.config.modes import MODES
+from twin.config.overrides import apply_overrides, parse_overrides
+from twin.config.scenario import placement_pools
+from twin.errors import InputError
+from twin.sim.settle import settling
+from twin.studies import executors
+from twin.studies.placement import PoolSplit
+from twin.studies.planner import plan_budget
 
 DEFAULT_THRESHOLD = 0.7   # efficiency below which an added GPU "stops paying" (user-settable)
 MAX_POINTS = 64           # sizes in one call
@@ -53,26 +58,15 @@ def parse_gpus(value: str | Iterable[int]) -> list[int]:
     return sizes
 
 
-def _unit(free: int, tp: int, gpus_per_node: int) -> int:
-    """The rollout pool's step: whole engines, and whole nodes when the pool spans two or more
-    (the planner's rule, :func:`twin.studies.planner._splits`)."""
-    unit = tp * gpus_per_node // math.gcd(tp, gpus_per_node)
-    unit = max(tp, min(unit, gpus_per_node))
-    return tp if free < 2 * unit else unit
-
-
 def scaled_overrides(scenario, gpus: int) -> dict[str, Any]:
     """The scenario's placement on ``gpus`` GPUs, scaled proportionally.
 
     ``cluster.nodes`` = ceil(gpus / gpus_per_node); the reward model keeps its GPUs; a shared
     pool (colocated) takes the rest; separate pools keep the scenario's rollout share
-    (rollout / (rollout + trainer)), rounded to the nearest whole engine — whole node where
-    the rest spans two nodes or more — at least one unit, and the trainer takes the rest,
-    moved by one unit at a time (rollout side first, then smaller) until the trainer splits
-    into whole tp × pp × sp groups. Engine tp, trainer parallelism and the batch are kept.
+    (rollout / (rollout + trainer)) at the nearest split :class:`PoolSplit` allows (whole
+    engines, whole nodes where the GPUs span two nodes or more; a trainer pool the scenario's
+    tp × pp × sp × cp and ep accept). Engine tp, trainer parallelism and the batch are kept.
     Raises :class:`InputError` when no split fits."""
-    from twin.config.scenario import placement_pools
-
     c, p = scenario.cluster, scenario.placement
     nodes = max(1, math.ceil(gpus / c.gpus_per_node))
     free = gpus - p.reward_model_gpus
@@ -83,27 +77,18 @@ def scaled_overrides(scenario, gpus: int) -> dict[str, Any]:
     if MODES[p.mode].shares_gpus:
         return {**out, "placement.rollout.gpus": free, "placement.trainer.gpus": free}
     rollout0, trainer0 = placement_pools(scenario)
-    share = rollout0 / (rollout0 + trainer0)
-    tp = p.rollout.tp
-    unit = _unit(free, tp, c.gpus_per_node)
-    group = p.trainer.tp * p.trainer.pp * p.trainer.sp
-    want = max(1, math.floor(share * free / unit + 0.5))  # half way: toward more rollout
-    # Nearest first: want, want+1, want-1, want+2, ... (ties toward more rollout).
-    tries = sorted(range(1, free // unit + 1), key=lambda k: (abs(k - want), -k))
-    for k in tries:
-        rollout = k * unit
-        trainer = free - rollout
-        if trainer >= group and trainer % group == 0:
-            return {**out, "placement.rollout.gpus": rollout, "placement.trainer.gpus": trainer}
-    raise InputError(f"{gpus} GPUs do not split into whole engines of tp {tp} and trainer groups of {group}",
-                     field="--gpus", value=gpus, allowed=f"sizes with room for both (e.g. multiples of {unit + group})")
+    rule = PoolSplit.of(scenario, free)
+    split = rule.nearest(rollout0 / (rollout0 + trainer0))
+    if split is None:
+        raise InputError(f"{gpus} GPUs do not split into whole engines of {rule.engine_gpus} GPUs and a trainer "
+                         f"pool in multiples of {rule.trainer_multiple}", field="--gpus", value=gpus,
+                         allowed=f"sizes with room for both (e.g. multiples of {rule.unit + rule.trainer_multiple})")
+    return {**out, "placement.rollout.gpus": split[0], "placement.trainer.gpus": split[1]}
 
 
 def batch_override(scenario, gpus: int) -> dict[str, Any]:
     """Weak scaling: ``algorithm.prompts_per_step`` times ``gpus`` over the GPUs the scenario
     uses (its pools and the reward model), rounded to the nearest whole prompt, at least one."""
-    from twin.config.scenario import placement_pools
-
     p = scenario.placement
     rollout, trainer = placement_pools(scenario)
     used = (rollout if MODES[p.mode].shares_gpus else rollout + trainer) + p.reward_model_gpus
@@ -256,9 +241,6 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     does not fit) is a point with its ``error``, not a failure. Raises :class:`InputError` on
     bad input, :class:`twin.studies.executors.Interrupted` on Ctrl-C (with the points so far).
     """
-    from twin.config.load import apply_overrides, parse_overrides
-    from twin.sim.settle import settling
-
     sizes = parse_gpus(gpus)
     _check(threshold)
     if overrides is not None and not isinstance(overrides, Mapping):
@@ -304,8 +286,6 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
 
 
 def _replanned(scenario, overrides, batch_of, sizes, max_staleness, ex, progress, points) -> list[ScalePoint]:
-    from twin.studies.planner import plan_budget
-
     for n in sizes:
         batch = batch_override(batch_of, n) if batch_of is not None else {}
         try:

@@ -23,9 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from twin.studies import executors
 from twin import runner
+from twin.config.overrides import apply_overrides, parse_overrides
 from twin.errors import InputError
+from twin.studies import executors
+from twin.studies.planner import parse_vary
 
 MAX_ROWS = 100_000
 PARQUET_FIX = 'pip install "rltwin[parquet]"'
@@ -150,9 +152,6 @@ def sweep(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     strings) on ``scenario`` with ``overrides``. Raises :class:`InputError` on bad input (an
     unknown field, a value the field refuses, no axis); a combination that cannot run is a row
     with its ``error``; :class:`twin.studies.executors.Interrupted` on Ctrl-C, with the best row so far."""
-    from twin.config.load import apply_overrides, parse_overrides
-    from twin.studies.planner import parse_vary
-
     try:
         axes = parse_vary(grid)
     except InputError as exc:

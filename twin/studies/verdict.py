@@ -11,7 +11,7 @@ staleness bound).
 A pressure that needs more GPUs adds nodes of the same kind; one that a deployment mode cannot
 express (staleness on colocated GPUs) re-places the same GPUs as separate pools, whose engines,
 alone on their GPUs, take vLLM's default memory fraction where the colocated one was smaller
-(:func:`twin.config.modes.engines_on_their_own_gpus`). How to split
+(:func:`twin.studies.placement.engines_on_their_own_gpus`). How to split
 them is itself the question a planner would ask, so the verdict tries the splits between two
 bounds and keeps the best: the rollout pool needs at least its share of the work at full batch
 (what it does once the tail no longer idles it) and at most its share of the step's time.
@@ -27,11 +27,17 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
-from twin.errors import InputError, choices
-from twin.config.modes import engines_on_their_own_gpus
+from twin.analysis.metrics import throughput
+from twin.config.overrides import apply_overrides, parse_overrides, split_top_level
 from twin.config.plan import Plan
-from twin.runner import Report, simulate_many
-
+from twin.cost.engine import engine_costs
+from twin.cost.weight_sync import call_overhead, convert_rate, staging_rate, tensor_overhead
+from twin.errors import InputError, choices
+from twin.runner import Report
+from twin.sim.settle import RESIMULATION_TOLERANCE, settled_after, settling, step_times
+from twin.studies import executors, noise
+from twin.studies.noise import reseeded
+from twin.studies.placement import PoolSplit, engines_on_their_own_gpus
 
 Overrides = dict[str, Any]
 
@@ -98,8 +104,6 @@ def _faster_network(plan: Plan, report: Report) -> Overrides:
 
 
 def _faster_sync(plan: Plan, report: Report) -> Overrides:
-    from twin.cost.weight_sync import call_overhead, convert_rate, staging_rate, tensor_overhead
-
     return {"weight_sync.gather_convert_bytes_per_s": 2 * convert_rate(plan),
             "weight_sync.staging_bytes_per_s": 2 * staging_rate(plan),
             "weight_sync.call_overhead_s": call_overhead(plan) / 2,
@@ -110,7 +114,6 @@ def rollout_share_bounds(plan: Plan, report: Report) -> tuple[float, float]:
     """The share of a colocated run's GPUs a separate rollout pool needs: at least rollout's
     work at full batch (``phases.generation_bound``'s bulk) against the trainer's time, at
     most rollout's wall time (its long tail included) against the trainer's."""
-    from twin.cost.engine import engine_costs
     from twin.cost.phases import generation_bound, sample_step
 
     br = report.breakdown
@@ -122,23 +125,11 @@ def rollout_share_bounds(plan: Plan, report: Report) -> tuple[float, float]:
 
 
 def _split(plan: Plan, share: float) -> Overrides:
-    """Colocated GPUs re-placed as a rollout pool of about ``share`` of them (whole engines;
-    whole nodes where an engine fits in one and there are nodes to spare) and a trainer pool of
-    the rest."""
-    c = plan.cluster
-    total = c.total_gpus - plan.reward_model_gpus
-    tp = plan.placement.rollout.engine_gpus  # GPUs of one engine
-    unit = tp * c.gpus_per_node // math.gcd(tp, c.gpus_per_node)
-    unit = max(tp, min(unit, c.gpus_per_node))
-    if total < 2 * unit:  # one node: split it by engines
-        unit = tp
-    t = plan.placement.trainer
-    group = t.tp * t.pp * t.sp * t.cp  # the trainer's smallest whole data-parallel rank
-    most = (total - group) // tp * tp  # whole engines
-    rollout = min(max(unit, round(total * share / unit) * unit), most)
-    trainer = total - rollout
-    staged = trainer - trainer % math.lcm(group, t.pp * t.ep)  # and stages that ep divides
-    trainer = staged if staged else trainer - trainer % group  # none: the scenario's check says why
+    """Colocated GPUs re-placed as a rollout pool of about ``share`` of them and a trainer pool
+    of the rest (:class:`~twin.studies.placement.PoolSplit`; where none fits, the scenario's own
+    check then says why)."""
+    rule = PoolSplit.of(plan.scenario, plan.cluster.total_gpus - plan.reward_model_gpus)
+    rollout, trainer = rule.nearest(share) or (rule.unit, rule.free - rule.unit)
     return {"placement.mode": "async", "placement.rollout.gpus": rollout, "placement.trainer.gpus": trainer,
             **engines_on_their_own_gpus(plan.mode.name, plan.placement.rollout.gpu_memory_utilization)}
 
@@ -231,8 +222,6 @@ def resolve_pressures(specs: Iterable[PressureSpec] | None) -> list[Pressure]:
     """Built-in pressures by name, or custom ones: ``"path=value"``, several joined by commas
     (``"placement.rollout.gpus=24,placement.trainer.gpus=40"``), or a mapping of paths to
     values. Raises :class:`InputError` on an unknown name or a malformed override."""
-    from twin.config.load import parse_overrides
-
     out = []
     for spec in PRESSURES if specs is None else specs:
         if isinstance(spec, Mapping):
@@ -256,8 +245,6 @@ def resolve_pressures(specs: Iterable[PressureSpec] | None) -> list[Pressure]:
 def split_assignments(text: str) -> list[str]:
     """``"a.b=1,c.d={x: 1, y: 2}"`` -> ``["a.b=1", "c.d={x: 1, y: 2}"]``: commas split
     assignments only outside brackets and quotes, and only before another ``path=``."""
-    from twin.config.load import split_top_level
-
     return split_top_level(text, at=lambda rest: "=" in rest.split(",", 1)[0])
 
 
@@ -318,23 +305,19 @@ NOISE_RULE = (
 
 
 def noise_bands(base: Report, rows: list[Row], base_again: list[dict | InputError],
-                workers: int | None = None, progress: Callable[[int, int], None] | None = None) -> list[Row]:
+                executor: executors.Executor, progress: Callable[[int, int], None] | None = None) -> list[Row]:
     """``rows`` with their noise bands, given the baseline re-simulated with the other seeds
     (``base_again``: ``noise.reseeded`` of its scenario, simulated): the baseline's spread is
     every row's band; a row whose |gain| is at least that and under ``NOISE_SKIP`` times it is
     re-simulated with the same seeds and its band is the larger of the two spreads. Same seed,
     same bands."""
-    from twin.studies import noise
-    from twin.config.load import apply_overrides
-    from twin.sim.settle import settling
-
     base_spread = noise.spread([steady_useful(base)] + [_useful(r) for r in _ok(base_again)])
     if base_spread is None:
         return rows
     near = [r for r in rows if r.gain is not None and base_spread <= abs(r.gain) < NOISE_SKIP * base_spread]
     data = settling(base.plan.scenario.model_dump(mode="json"))
     jobs = [d for r in near for d in noise.reseeded(apply_overrides(data, r.overrides or {}))]
-    reports = simulate_many(jobs, workers, progress) if jobs else []
+    reports = executor.map(jobs, progress) if jobs else []
     spreads: dict[str, float | None] = {}
     for i, r in enumerate(near):
         again = reports[i * noise.EXTRA_SEEDS:(i + 1) * noise.EXTRA_SEEDS]
@@ -355,10 +338,6 @@ def steady_useful(base: Report) -> float:
     steady state (:func:`twin.sim.settle.settling`), and the same seed draws the same steps, so
     it is the rate over the baseline's own steps up to where the rule would have stopped it. A
     pressure that changes nothing then gains exactly 0, not the difference of two windows."""
-    from dataclasses import replace as replaced
-
-    from twin.analysis.metrics import throughput
-    from twin.sim.settle import RESIMULATION_TOLERANCE, settled_after, step_times
 
     result, plan = base.result, base.plan
     if result is None or plan.workload.schedule is not None or result.settled:
@@ -366,7 +345,7 @@ def steady_useful(base: Report) -> float:
     k = settled_after(step_times(result.steps), plan.run.steady_tolerance or RESIMULATION_TOLERANCE)
     if k is None or k >= len(result.steps):
         return base.useful_trajectories_per_hour
-    return float(f"{throughput(replaced(result, steps=result.steps[:k]))['useful_trajectories_per_hour']:.6g}")
+    return float(f"{throughput(replace(result, steps=result.steps[:k]))['useful_trajectories_per_hour']:.6g}")
 
 
 def _useful(report: dict) -> float:
@@ -379,15 +358,13 @@ def _ok(reports: list) -> list[dict]:
 
 def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
                 workers: int | None = None, progress: Callable[[int, int], None] | None = None,
-                noise: bool = True) -> list[Row]:
-    """Re-simulate once per pressure (each alternative of it), in the runner's process pool;
+                noise: bool = True, executor: str | executors.Executor = "local") -> list[Row]:
+    """Re-simulate once per pressure (each alternative of it) on ``executor`` (a local process
+    pool of ``workers`` by default; Ray with ``"ray"``);
     rows sorted by gain (largest first), a pressure that cannot apply last with its reason.
     Pressures that do not apply here at all (their lever is already pulled) have no row.
     With ``noise`` (the default) each row carries its band (:func:`noise_bands`): the
     baseline's other seeds run in the same batch as the pressures, a few rows again after."""
-    from twin.config.load import apply_overrides
-    from twin.sim.settle import settling
-
     plan = base.plan
     # Re-simulations stop at steady state: a pressure's rate, not its ten-step history.
     base_data = settling(plan.scenario.model_dump(mode="json"))
@@ -397,7 +374,20 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
         for alternative in [overrides] if isinstance(overrides, dict) else overrides or []:
             jobs.append((pressure, alternative))
     again = noise_seeds(base_data) if noise and jobs else []  # the baseline's other seeds, in the same batch
-    reports = simulate_many([apply_overrides(base_data, o) for _, o in jobs] + again, workers, progress)
+    ex = executors.make(executor, workers=workers)
+    try:
+        return _rows(base, jobs, ex.map([apply_overrides(base_data, o) for _, o in jobs] + again, progress),
+                     progress, noise, ex, len(again))
+    finally:
+        if ex is not executor:
+            ex.close()
+
+
+def _rows(base: Report, jobs: list[tuple[Pressure, Overrides]], reports: list[dict | InputError],
+          progress: Callable[[int, int], None] | None, noise: bool, ex: executors.Executor, extra: int) -> list[Row]:
+    """The rows of :func:`sensitivity` from its reports: each pressure's best alternative,
+    ranked, with noise bands."""
+    plan = base.plan
     reports, base_again = reports[:len(jobs)], reports[len(jobs):]
     useful = steady_useful(base)
     base_gpus = sum(base.gpus.values())
@@ -422,16 +412,14 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
     rows = list(best.values())
     rows.sort(key=lambda r: (-(r.gain if r.gain is not None else -math.inf), r.pressure.name))
     if noise:
-        first = len(jobs) + len(again)
+        first = len(jobs) + extra
         tick = (lambda n, total: progress(first + n, first + total)) if progress else None
-        rows = noise_bands(base, rows, base_again, workers, tick)
+        rows = noise_bands(base, rows, base_again, ex, tick)
     return rows
 
 
 def noise_seeds(data: dict) -> list[dict]:
     """The scenario (as data) with the other seeds its noise band is measured with."""
-    from twin.studies.noise import reseeded
-
     return reseeded(data)
 
 
@@ -492,8 +480,9 @@ class Verdict:
 
 
 def judge(report: Report, pressures: Iterable[PressureSpec] | None = None, workers: int | None = None,
-          progress: Callable[[int, int], None] | None = None, noise: bool = True) -> Verdict:
+          progress: Callable[[int, int], None] | None = None, noise: bool = True,
+          executor: str | executors.Executor = "local") -> Verdict:
     """The verdict on a report: every pressure re-simulated, ranked, and the diagnosis; with
     ``noise``, each gain read within its band from other seeds (:func:`noise_bands`)."""
-    rows = sensitivity(report, pressures, workers, progress, noise)
+    rows = sensitivity(report, pressures, workers, progress, noise, executor)
     return Verdict(diagnosis(report.data["bottleneck"], [r.to_dict() for r in rows]), rows)

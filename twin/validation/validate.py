@@ -17,10 +17,14 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from twin import runner
+from twin.config.frameworks import framework_profile
 from twin.config.io import input_error, read_mapping
-from twin.config.load import apply_overrides
+from twin.config.overrides import apply_overrides
+from twin.config.registry import builtin_dir
 from twin.errors import InputError
-
+from twin.importers import import_files
+from twin.studies import executors
 
 
 class Case(BaseModel):
@@ -119,8 +123,6 @@ class SourceResult:
 
 
 def builtin_cases_dir() -> Path:
-    from twin.config.registry import builtin_dir
-
     return builtin_dir("scenarios") / "validation"
 
 
@@ -132,7 +134,6 @@ def load_source(path: Path) -> Source:
         raise input_error(exc, path, Source) from None
     if source.imports is None:
         return source
-    from twin.importers import import_files
 
     imp = source.imports
     try:
@@ -174,9 +175,7 @@ def metric(report: dict[str, Any], name: str) -> float:
 
 
 def _simulate(data: dict[str, Any]) -> dict[str, Any]:
-    from twin import runner
-
-    return runner.run(data).to_dict()
+    return dict(runner.run(data).data)
 
 
 def _case_data(source: Source, case: Case, fitted: dict[str, Any]) -> dict[str, Any]:
@@ -265,7 +264,10 @@ def render_implied(path: Path, fitted: tuple[str, float], implied: list[Implied]
     return "\n".join(lines)
 
 
-def validate_source(path: Path, progress=None) -> SourceResult:
+def validate_source(path: Path, progress=None, *, workers: int | None = None,
+                    executor: str | executors.Executor = "local") -> SourceResult:
+    """Every case of the source at ``path`` simulated (on ``executor``, after its fit), each
+    figure beside its published value, and the source's shape checks."""
     source = load_source(path)
     result = SourceResult(path, source)
     fitted: dict[str, Any] = {}
@@ -274,11 +276,11 @@ def validate_source(path: Path, progress=None) -> SourceResult:
         fitted[name] = val
         result.fitted = (name, val)
     reports: dict[str, dict[str, Any]] = {}
-    for case in source.cases:
-        try:
-            report = _simulate(_case_data(source, case, fitted))
-        except InputError as exc:
-            raise exc.located(file=path, prefix=f"cases[{case.name}]") from None
+    simulated = executors.simulate_many([_case_data(source, case, fitted) for case in source.cases], workers,
+                                        executor=executor)
+    for case, report in zip(source.cases, simulated):
+        if isinstance(report, InputError):
+            raise report.located(file=path, prefix=f"cases[{case.name}]") from None
         reports[case.name] = report
         for name, expected in case.expected.items():
             try:
@@ -341,8 +343,6 @@ def render_cross(results: list[SourceResult]) -> str:
     that runs under the profile predicts with it. Grouped by profile: which source fitted what,
     and how many figures each of the others gets within tolerance. A source that still fits
     a parameter of its own (not a property of the stack) says so."""
-    from twin.config.frameworks import framework_profile
-
     by_profile: dict[str | None, list[SourceResult]] = {}
     for r in results:
         by_profile.setdefault(r.source.base.get("framework"), []).append(r)

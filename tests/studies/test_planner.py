@@ -9,11 +9,11 @@ import pytest
 import yaml
 
 import twin
-from twin.studies import planner
 from twin import runner
 from twin.cli.main import main
-from twin.config.load import apply_overrides
+from twin.config.overrides import apply_overrides
 from twin.errors import InputError
+from twin.studies import executors, planner
 
 SMALL = ["--set", "run.steps=3", "--set", "algorithm.prompts_per_step=32"]
 SMALL_DICT = {"run.steps": 3, "algorithm.prompts_per_step": 32}
@@ -36,7 +36,7 @@ def test_the_best_is_at_least_the_best_of_a_hand_sweep(plan64):
     hand = [apply_overrides(base, {"cluster.nodes": 8, "placement.mode": "disaggregated",
                                    "placement.rollout.gpus": r, "placement.trainer.gpus": 64 - r})
             for r in (4, 8, 16, 24, 32, 40, 48, 56)]
-    swept = [rep["throughput"]["useful_trajectories_per_hour"] for rep in runner.simulate_many(hand, workers=2)]
+    swept = [rep["throughput"]["useful_trajectories_per_hour"] for rep in executors.simulate_many(hand, workers=2)]
     assert data["best"]["useful_trajectories_per_hour"] >= max(swept)
     assert data["budget_gpus"] == 64 and data["evaluated"] + data["pruned"] == data["candidates_total"]
     ranks = [c["rank"] for c in data["candidates"]]
@@ -67,7 +67,7 @@ def test_an_engine_wider_than_the_model_heads_is_pruned_not_simulated(capsys):
     assert data["pruned_by_reason"].get("tp_heads", 0) >= 1
     assert data["evaluated"] + data["pruned"] == data["candidates_total"]
     assert all(c["engine_tp"] != 8 for c in data["candidates"])
-    assert f"of {data['evaluated']} evaluated" in captured.err
+    assert f"{data['evaluated']} of {data['evaluated']}," in captured.err
 
 
 def test_a_memory_misfit_is_pruned_and_a_budget_nothing_fits_is_bad_input():
@@ -144,7 +144,6 @@ def test_an_engine_of_whole_nodes_is_a_candidate_a_partial_node_is_not():
 
 
 # ----------------------------------------------------------------------------- executors, resume, Ctrl-C
-from twin.studies import executors  # noqa: E402
 
 PLAN16 = dict(gpus=16, max_staleness=0, top=3)
 
@@ -247,9 +246,9 @@ def test_a_trainer_that_does_not_fit_gets_the_parallelism_a_team_would_add():
     assert all("placement.trainer.zero_stage" not in c.overrides for c in feasible)  # given: kept
     assert all(c.overrides["placement.trainer.tp"] in (2, 4, 8) for c in remedied)
     # every candidate kept really fits, with exactly the overrides it carries
-    from twin.config.load import apply_overrides
-    from twin.cost.memory import memory_problem
+    from twin.config.overrides import apply_overrides
     from twin.config.plan import resolve
+    from twin.cost.memory import memory_problem
     for c in remedied[:3]:
         assert memory_problem(resolve(runner.load(apply_overrides(base, c.overrides)))) is None
 

@@ -1,7 +1,9 @@
 import pytest
 
+import twin
 from twin import runner
 from twin.errors import InputError
+from twin.studies import executors
 from twin.studies.verdict import PRESSURES, resolve_pressures
 
 
@@ -20,7 +22,7 @@ def small(**over) -> dict:
 
 
 def judge(data: dict) -> tuple[dict, dict]:
-    report = runner.run(data, verdict=True, workers=1).to_dict()
+    report = twin.simulate(data, verdict=True, workers=1).to_dict()
     return report, report["verdict"]
 
 
@@ -87,10 +89,10 @@ def test_custom_and_unknown_pressures():
 
 
 def test_staleness_on_colocated_gpus_tries_splits_between_the_bounds_and_keeps_the_best():
-    from twin.config.load import apply_overrides
+    from twin.config.overrides import apply_overrides
     from twin.studies.verdict import _splits, rollout_share_bounds, sensitivity
 
-    data = small(cluster={"nodes": 2, "gpus_per_node": 8},
+    data = small(cluster={"nodes": 8, "gpus_per_node": 2},  # nodes of one engine: splits in steps of 2 GPUs
                  placement={"mode": "colocated", "rollout": {"tp": 2}},
                  workload={"prompt_tokens": {"kind": "fixed", "value": 100},
                            "response_tokens": {"kind": "lognormal", "median": 200, "sigma": 1.4, "max": 8192}})
@@ -102,11 +104,11 @@ def test_staleness_on_colocated_gpus_tries_splits_between_the_bounds_and_keeps_t
     rollouts = [sp["placement.rollout.gpus"] for sp in splits]
     assert rollouts == sorted(set(rollouts)) and len(splits) > 1
     assert all(sp["placement.rollout.gpus"] + sp["placement.trainer.gpus"] == 16 for sp in splits)
-    assert all(r % 2 == 0 for r in rollouts)  # whole engines of tp 2
+    assert all(r % 2 == 0 for r in rollouts)  # whole engines of tp 2 (whole nodes)
 
     row = next(r.to_dict() for r in sensitivity(report, ["staleness_plus1"], workers=1))
     base = s.scenario.model_dump(mode="json")
-    reports = runner.simulate_many([apply_overrides(base, {**sp, "algorithm.staleness": 1}) for sp in splits], 1)
+    reports = executors.simulate_many([apply_overrides(base, {**sp, "algorithm.staleness": 1}) for sp in splits], 1)
     each = [-1.0 if isinstance(rep, InputError) else rep["throughput"]["useful_trajectories_per_hour"]
             for rep in reports]
     best = max(range(len(splits)), key=lambda k: each[k])
@@ -149,7 +151,7 @@ def test_async_engine_scheduling_is_a_lever_only_for_a_synchronous_engine():
 
 
 def test_noise_bands_re_simulate_only_the_rows_between_the_baselines_spread_and_a_multiple_of_it():
-    from twin.config.load import apply_overrides
+    from twin.config.overrides import apply_overrides
     from twin.studies.noise import reseeded, spread
     from twin.studies.verdict import NOISE_SKIP, sensitivity
 
@@ -159,7 +161,7 @@ def test_noise_bands_re_simulate_only_the_rows_between_the_baselines_spread_and_
     rows = {r.pressure.name: r for r in sensitivity(report, asked, workers=1)}
     base = report.plan.scenario.model_dump(mode="json")
     useful = lambda rep: rep["throughput"]["useful_trajectories_per_hour"]  # noqa: E731
-    base_spread = spread([report.useful_trajectories_per_hour] + [useful(r) for r in runner.simulate_many(reseeded(base), 1)])
+    base_spread = spread([report.useful_trajectories_per_hour] + [useful(r) for r in executors.simulate_many(reseeded(base), 1)])
     assert base_spread > 0
 
     nothing = rows[same]
@@ -167,7 +169,7 @@ def test_noise_bands_re_simulate_only_the_rows_between_the_baselines_spread_and_
     for row in rows.values():
         assert row.reseeded == (base_spread <= abs(row.gain) < NOISE_SKIP * base_spread)
         if row.reseeded:  # its band: the larger of its own spread and the baseline's
-            again = runner.simulate_many(reseeded(apply_overrides(base, row.overrides)), 1)
+            again = executors.simulate_many(reseeded(apply_overrides(base, row.overrides)), 1)
             own = spread([row.useful_trajectories_per_hour] + [useful(r) for r in again])
             assert row.noise == max(own, base_spread)
         else:

@@ -168,14 +168,14 @@ def test_verls_128_gpu_run_is_bound_by_the_rollout_tail_and_staleness_pays_more_
     """PUBLISHED.md A's reading, asked of the verdict: at 128 GPUs the rollout long tail
     binds without saturating the engines, and staleness or partial rollout buy more than more
     rollout GPUs. Runs the case at the source's fitted length scale."""
-    from twin import runner
+    import twin
     from twin.validation.validate import _case_data, builtin_cases_dir, fit_parameter
 
     path = builtin_cases_dir() / "A-verl-dapo-colocated.yaml"
     source = load_source(path)
     name, value = fit_parameter(source, path)
     case = next(c for c in source.cases if c.name == "128 GPUs")
-    report = runner.run(_case_data(source, case, {name: value}), verdict=True, workers=1).to_dict()
+    report = twin.simulate(_case_data(source, case, {name: value}), verdict=True, workers=1).to_dict()
     top = report["bottleneck"][0]
     assert top["link"] == "rollout" and not top["saturated"]
     gains = {r["pressure"]: r["gain"] for r in report["verdict"]["marginal_gains"] if "gain" in r}

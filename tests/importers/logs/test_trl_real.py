@@ -1,4 +1,4 @@
-"""twin fit on a real TRL log (tests/fit/fixtures/trl-real/, made by tools/make_trl_log.py on this
+"""twin fit on a real TRL log (tests/importers/logs/fixtures/trl-real/, made by tools/make_trl_log.py on this
 machine): the fitted mean length against the log's, and the twin's step time against TRL's
 ``step_time`` on the CPU profile calibrated here."""
 
@@ -60,7 +60,7 @@ def test_twin_step_time_against_the_log_s_step_time(tmp_path, capsys):
     fitted = tmp_path / "fitted.yaml"
     assert main(["fit", str(STATE), "--scenario", str(REAL / "scenario.yaml"), "--out", str(fitted)]) == 0
     capsys.readouterr()
-    report = runner.run(fitted, verdict=False)
+    report = runner.run(fitted)
     steps = _log_steps()
     measured = [e["step_time"] for e in steps]
     twin_steps = [s["step_s"] for s in report.data["steps"]]

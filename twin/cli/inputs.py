@@ -1,0 +1,89 @@
+"""``twin import``, ``twin fit`` and ``twin list``: the user's run brought in, and what is built in."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from twin.cli import fit
+from twin.cli.common import Command
+from twin.config.frameworks import builtin_frameworks
+from twin.config.registry import builtin_profiles, builtin_scenarios, model_presets
+from twin.importers import NAMES, import_files, scenario_yaml, validated, warn
+from twin.output import Outputs
+
+
+def _import_parser(sub) -> None:
+    imp = sub.add_parser(
+        "import", help="a framework's config or launch script as a twin scenario (verl, NeMo-RL, OpenRLHF, AReaL, TRL)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Read a framework's own files (configs as composed by it, launch scripts with their "
+        "overrides) into a scenario, check it as twin check would, and print it as YAML (or write it with "
+        "--out). Knobs that are present but do not change the simulation are named in one warning line; "
+        "a value the twin cannot represent is an error naming the file and the key. Models named by a "
+        "hub id resolve to a built-in preset where one exists; otherwise give --set model=path/to/config.json. "
+        "docs/frameworks.md lists every knob. `twin run --from FRAMEWORK FILE...` imports and runs.")
+    imp.add_argument("framework", choices=list(NAMES), metavar="FRAMEWORK", help=", ".join(NAMES))
+    imp.add_argument("files", nargs="+", metavar="FILE", help="the framework's YAML/JSON configs and launch scripts")
+    imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                     help="override one scenario field after the import (repeatable)")
+    imp.add_argument("--out", metavar="SCENARIO.yaml", help="write the scenario here instead of standard output")
+
+
+def _import(args) -> int:
+    outputs = Outputs()
+    outputs.add("--out", args.out)
+    result = import_files(args.framework, args.files, args.overrides)
+    warn(result)
+    validated(result, args.overrides)
+    text = scenario_yaml(result, args.overrides)
+    if args.out:
+        outputs.commit({"--out": text})
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _fit_parser(sub) -> None:
+    p = sub.add_parser(
+        "fit", help="response/prompt length distributions fitted from a run's logs (verl, TRL, W&B CSV, JSONL)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Read a run's per-step length summaries (mean, max, min, clip ratio) and fit, per "
+        "window of steps and overall, a lognormal clipped at the max length; print its mean, p50, p90 "
+        "and max with the keys each came from. --out writes the last window's fit (the steady state) "
+        "into --scenario S, or a workload fragment without it; --case writes the run's own timings as "
+        "a validation case (twin validate CASE.yaml). See docs/fit.md.")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log files (joined in step order)")
+    p.add_argument("--format", choices=None, default=None, metavar="verl|trl|wandb-csv|jsonl",
+                   help="the logs' format (default: detected from each file's name and shape)")
+    p.add_argument("--scenario", metavar="S", help="a built-in scenario or YAML file to fit into")
+    p.add_argument("--window", type=int, default=None, metavar="N",
+                   help="steps per window (default: the log in 4 windows)")
+    p.add_argument("--out", metavar="FITTED.yaml", help="write the fitted scenario (or workload fragment)")
+    p.add_argument("--case", metavar="CASE.yaml", help="with --scenario: the log's timings as a validation case")
+    p.add_argument("--json", dest="json_path", metavar="PATH|-", help="also write the fit as JSON")
+
+
+def _list_parser(sub) -> None:
+    sub.add_parser("list", help="built-in scenarios, model presets, hardware and framework profiles",
+                   description="List the built-in scenarios (names for twin run/check/whatif), the model "
+                   "presets (names for model:), the hardware profiles by kind (names for cluster.gpu, "
+                   "cluster.host and the links) and the framework profiles (names for framework:). Files "
+                   "of your own work wherever a name does: give a path.")
+
+
+def _list(args) -> int:
+    print("Built-in scenarios:  " + ", ".join(builtin_scenarios()))
+    print("Model presets:       " + ", ".join(model_presets()))
+    by_kind: dict[str, list[str]] = {}
+    for name, kind in builtin_profiles().items():
+        by_kind.setdefault(kind, []).append(name)
+    for kind in ("gpu", "cpu", "link", "host"):
+        if kind in by_kind:
+            print(f"{kind + ' profiles:':21s}" + ", ".join(by_kind[kind]))
+    print("Framework profiles:  " + ", ".join(builtin_frameworks()) + "  (for framework:)")
+    return 0
+
+
+COMMANDS = [Command("import", _import_parser, _import), Command("fit", _fit_parser, fit.main),
+            Command("list", _list_parser, _list)]
