@@ -151,8 +151,9 @@ class RolloutPlacement(Strict):
 
     gpus: int | None = Field(default=None, ge=1,
                              description="GPUs for rollout; colocated: all GPUs; otherwise half.")
-    tp: Count = Field(default=1, description="Tensor-parallel size of one engine: within a node, or whole "
-                      "nodes (a multiple of cluster.gpus_per_node), whose all-reduces then cross the inter-node link.")
+    tp: Count = Field(default=1, description="Tensor-parallel size of one engine: within a node, a divisor of "
+                      "cluster.nvlink_domain_gpus (its all-reduces stay on NVLink across trays), or whole nodes (a "
+                      "multiple of cluster.gpus_per_node), whose all-reduces then cross the inter-node link.")
     pp: Count = Field(default=1, description="Pipeline stages of one engine (vLLM pipeline_parallel_size): an "
                       "engine is tp × pp GPUs, each stage 1/pp of the layers, pp micro-batches in flight.")
     expert_parallel: bool = Field(
