@@ -11,7 +11,15 @@ import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
-_MISSING = object()
+class _Missing:
+    """No value given. Pickled by name, so an error that crosses a process pool (the verdict's
+    re-simulations) still knows it had none, and its message stays the same run to run."""
+
+    def __reduce__(self) -> str:
+        return "_MISSING"
+
+
+_MISSING = _Missing()
 
 
 class InputError(Exception):

@@ -96,3 +96,53 @@ def test_a_scaled_scenario_round_trips_through_its_dump_scaled_once():
     base = plan("grpo-7b-colocated")
     assert quarter.gpu.compute.gemm_efficiency.at(1e12) == pytest.approx(
         0.25 * base.gpu.compute.gemm_efficiency.at(1e12))
+
+
+# ---- 2026 hardware: GB200/GB300 NVL72, B300, H800/A800, AMD MI300X/MI325X/MI355X (issue 29) ------
+NEW_GPUS = {  # name: (dense bf16 FLOP/s, dense fp8, HBM bytes, HBM bytes/s, host link), as their YAML cites
+    "gb200": (2.5e15, 5.0e15, 186e9, 8.0e12, "nvlink-c2c"),
+    "gb300": (2.5e15, 5.0e15, 279e9, 8.0e12, "nvlink-c2c"),
+    "b300": (2.25e15, 4.5e15, 270e9, 7.7e12, "pcie5"),
+    "h800": (989e12, 1979e12, 80e9, 3.35e12, "pcie5"),
+    "a800": (312e12, 312e12, 80e9, 2.039e12, "pcie4"),  # no fp8 units: the bf16 rate
+    "mi300x": (1307.4e12, 2614.9e12, 192e9, 5.3e12, "pcie5"),
+    "mi325x": (1307.4e12, 2614.9e12, 256e9, 6.0e12, "pcie5"),
+    "mi355x": (2.5e15, 5.0e15, 288e9, 8.0e12, "pcie5"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_GPUS))
+def test_new_gpus_carry_their_dense_datasheet_figures(name):
+    bf16, fp8, capacity, bandwidth, host = NEW_GPUS[name]
+    gpu = resolve_profile(name, ("gpu",), "cluster.gpu")
+    assert gpu.compute.peak("bf16") == pytest.approx(bf16) and gpu.compute.peak("fp8") == pytest.approx(fp8)
+    assert gpu.memory.capacity_bytes == pytest.approx(capacity)
+    assert gpu.memory.bandwidth_bytes_per_s == pytest.approx(bandwidth)
+    assert gpu.host_link == host and gpu.provenance.source == "datasheet"
+    assert "http" in gpu.provenance.reference or "datasheet" in gpu.provenance.reference
+    assert 0.5 < gpu.compute.gemm_efficiency.best < 0.9  # a measured (or transferred) large-GEMM fraction
+
+
+def test_new_links_and_hosts():
+    links = {n: resolve_profile(n, ("link",), "cluster.intra_node_link")
+             for n in ("nvlink-c2c", "nvlink4-h800", "nvlink3-a800", "xgmi-mi300", "xgmi-mi355", "ib-xdr800")}
+    assert links["nvlink4-h800"].bandwidth_bytes_per_s == links["nvlink3-a800"].bandwidth_bytes_per_s == 200e9
+    mi300 = links["xgmi-mi300"]
+    assert mi300.is_mesh and mi300.bandwidth_bytes_per_s == 7 * mi300.peer_bandwidth_bytes_per_s
+    assert mi300.port_rate(2) == pytest.approx(48e9) and mi300.port_rate(8) == pytest.approx(7 * 48e9)
+    assert not links["ib-xdr800"].is_mesh and links["ib-xdr800"].bandwidth_bytes_per_s == 2 * 50e9
+    pcie5 = resolve_profile("pcie5", ("link",), "cluster.gpu.host_link")
+    c2c = links["nvlink-c2c"]
+    assert c2c.bandwidth_bytes_per_s * c2c.efficiency.best > 3 * pcie5.bandwidth_bytes_per_s * pcie5.efficiency.best
+    tray = resolve_profile("grace-tray-host", ("host",), "cluster.host")
+    assert tray.cpu_cores == 144 and tray.memory_bytes == pytest.approx(960e9)
+    assert resolve_profile("epyc-9575f-host", ("host",), "cluster.host").cpu_cores == 128
+
+
+def test_a_mesh_link_must_not_give_one_peer_more_than_the_whole_port(tmp_path):
+    bad = tmp_path / "mesh.yaml"
+    bad.write_text("kind: link\nname: m\nprovenance: {source: assumed, reference: r}\nbandwidth_bytes_per_s: 1e11\n"
+                   "peer_bandwidth_bytes_per_s: 2e11\nlatency_s: 0\nefficiency: {points: [[1, 0.5]], source: s}\n")
+    with pytest.raises(InputError) as err:
+        resolve_profile(str(bad), ("link",), "cluster.intra_node_link")
+    assert "peer_bandwidth_bytes_per_s" in err.value.message and err.value.file == str(bad)

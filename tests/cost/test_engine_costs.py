@@ -119,3 +119,19 @@ def test_pipeline_stages_split_weights_and_kv_per_gpu():
     assert c2.kv_capacity_tokens > 2 * c1.kv_capacity_tokens  # twice the GPUs, half the weights on each
     # a weight-bound decode step streams every stage's weights once per micro-batch: no faster
     assert c2.weights_s[64] >= c1.weights_s[64] * 0.99
+
+
+def test_an_engine_across_trays_of_one_nvlink_domain_all_reduces_at_nvlink_rate():
+    """tp 8 on GB200 trays of 4: inside the NVL72 domain its rings stay on NVLink, as a tp-8 engine
+    on an 8-GPU HGX node does; on trays joined only by NICs every all-reduce crosses IB."""
+    nvl72 = {"model": "llama-3.1-70b",
+             "cluster": {"nodes": 18, "gpus_per_node": 4, "nvlink_domain_gpus": 72, "gpu": "gb200",
+                         "host": "grace-tray-host", "intra_node_link": "nvlink5", "nics_per_node": 4},
+             "placement": {"mode": "disaggregated", "rollout": {"gpus": 32, "tp": 8}, "trainer": {"gpus": 32}}}
+    hgx = {**nvl72, "cluster": {"nodes": 8, "gpus_per_node": 8, "gpu": "gb200", "intra_node_link": "nvlink5"}}
+    rack = engine_costs(plan_of(nvl72))
+    trays = engine_costs(plan_of(nvl72, ["cluster.nvlink_domain_gpus=null"]))
+    node = engine_costs(plan_of(hgx))
+    n = 256
+    assert rack.comm_s[n] == pytest.approx(node.comm_s[n])
+    assert trays.comm_s[n] - trays.elementwise_s[n] > 3 * (rack.comm_s[n] - rack.elementwise_s[n])

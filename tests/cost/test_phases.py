@@ -30,3 +30,19 @@ def test_colocated_step_is_the_sum_of_phases_and_async_the_max():
     asy = plan_of("grpo-1.5b-async")
     q = phase_estimates(asy)
     assert step_estimate(asy, q) < sum(q.values())
+
+
+def test_offload_and_engine_sleep_move_over_c2c_on_grace_blackwell():
+    """A colocated switch moves the engine's weights and the offloaded trainer state over the
+    GPU's host link: NVLink-C2C (gb200) against PCIe 5 (b200), the bytes the same."""
+    from twin.cost.phases import switch_time
+    from twin.runner import plan as plan_of
+
+    gb200 = plan_of("grpo-gb200-nvl72")
+    b200 = plan_of("grpo-gb200-nvl72", ["cluster.gpu=b200"])
+    c2c, pcie = gb200.host_link, b200.host_link
+    assert (c2c.name, pcie.name) == ("nvlink-c2c", "pcie5")
+    rate = lambda link: link.bandwidth_bytes_per_s * link.efficiency.best  # noqa: E731
+    moved = (switch_time(gb200) - c2c.latency_s) * rate(c2c)
+    assert (switch_time(b200) - pcie.latency_s) * rate(pcie) == pytest.approx(moved, rel=1e-9)
+    assert switch_time(b200) / switch_time(gb200) == pytest.approx(rate(c2c) / rate(pcie), rel=1e-3)

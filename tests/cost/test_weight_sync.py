@@ -146,3 +146,35 @@ def test_a_bucket_smaller_than_a_tensor_costs_one_call_per_tensor(bucket):
     tensors = tensor_count(plan.model)
     assert _calls(plan, 16e9, tensors) == tensors == _calls(unbucketed, 16e9, tensors)
     assert weight_sync_cost(plan).total_s == pytest.approx(weight_sync_cost(unbucketed).total_s)
+
+
+# ---- NVLink domains larger than a node (issue 29) ------------------------------------------------
+NVL72_SEP = {"model": "qwen3-32b",
+             "cluster": {"nodes": 18, "gpus_per_node": 4, "nvlink_domain_gpus": 72, "gpu": "gb200",
+                         "host": "grace-tray-host", "intra_node_link": "nvlink5", "nics_per_node": 4},
+             "placement": {"mode": "disaggregated", "rollout": {"gpus": 32, "tp": 4}, "trainer": {"gpus": 32}}}
+
+
+@pytest.mark.parametrize("method", ["nccl_broadcast", "nccl_reshard", "nixl"])
+def test_pools_in_one_nvlink_domain_sync_over_nvlink_not_the_network(method):
+    """Trainer and rollout pools on different trays of one NVL72 rack: their weights move over
+    NVLink, as they do between two pools of one HGX node; trays joined only by NICs pay IB."""
+    rack = plan_of(NVL72_SEP, [f"weight_sync.method={method}"])
+    trays = plan_of(NVL72_SEP, [f"weight_sync.method={method}", "cluster.nvlink_domain_gpus=null"])
+    fast, slow = weight_sync_cost(rack), weight_sync_cost(trays)
+    assert slow.wire_s > 3 * fast.wire_s
+    assert fast.load_s == slow.load_s
+
+
+def test_host_link_copies_run_at_the_grace_c2c_rate():
+    """checkpoint_engine's host-to-device copies over the GPU's host link: NVLink-C2C on GB200."""
+    from twin.config.registry import resolve_profile
+
+    c2c, pcie = (resolve_profile(n, ("link",), "l") for n in ("nvlink-c2c", "pcie5"))
+    gb200 = plan_of(NVL72_SEP, ["weight_sync.method=checkpoint_engine"])
+    b200 = plan_of(NVL72_SEP, ["weight_sync.method=checkpoint_engine", "cluster.gpu=b200"])
+    assert gb200.host_link.name == "nvlink-c2c" and b200.host_link.name == "pcie5"
+    ratio = (c2c.bandwidth_bytes_per_s * c2c.efficiency.best) / (pcie.bandwidth_bytes_per_s * pcie.efficiency.best)
+    h2d_gb200 = weight_sync_cost(gb200).wire_s
+    h2d_b200 = weight_sync_cost(b200).wire_s
+    assert h2d_b200 > h2d_gb200 and ratio > 3

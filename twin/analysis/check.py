@@ -59,7 +59,8 @@ def render_check(plan: Plan, report: dict[str, Any], resolved: bool = False) -> 
         f"KV cache {arch.kv_bytes_per_token / 1024:.0f} KiB/token"
     )
     lines.append(
-        f"Cluster {c.nodes} × {c.gpus_per_node} {c.gpu.name} = {c.total_gpus} GPUs; "
+        f"Cluster {c.nodes} × {c.gpus_per_node} {c.gpu.name} = {c.total_gpus} GPUs"
+        + (f" in NVLink domains of {c.domain_gpus}" if c.domain_gpus > c.gpus_per_node else "") + "; "
         f"{p.mode}: rollout {s.rollout_gpus} GPUs as {s.rollout_engines} engines of tp {p.rollout.tp}"
         + (f" × pp {p.rollout.pp}" if p.rollout.pp > 1 else "")
         + (" (expert parallel" + (", dp attention)" if p.rollout.dp_attention else ")")

@@ -354,6 +354,33 @@ class LinkProfile(Strict):
     efficiency: EfficiencyCurve = Field(
         description="Achieved fraction of bandwidth (as nccl-tests bus bandwidth) by message bytes."
     )
+    peer_bandwidth_bytes_per_s: float | None = Field(
+        default=None, ge=1e6,
+        description=(
+            "Optional. A mesh without a switch (AMD Infinity Fabric / xGMI): every pair of GPUs of a node "
+            "has its own link of this rate per direction, so a GPU reaches k peers at k times it, at most "
+            "bandwidth_bytes_per_s (all its links). Absent: a switch (NVSwitch), any one peer at the full rate."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _peer_within_port(self) -> LinkProfile:
+        if self.peer_bandwidth_bytes_per_s is not None and self.peer_bandwidth_bytes_per_s > self.bandwidth_bytes_per_s:
+            raise ValueError("peer_bandwidth_bytes_per_s (one link) cannot exceed bandwidth_bytes_per_s (all of them)")
+        return self
+
+    @property
+    def is_mesh(self) -> bool:
+        """GPUs joined pairwise by direct links (no switch)."""
+        return self.peer_bandwidth_bytes_per_s is not None
+
+    def port_rate(self, members: int) -> float:
+        """Bytes/s one GPU moves to ``members`` − 1 peers of its group at once, at the link's best
+        efficiency: its whole port behind a switch; on a mesh, one direct link per peer."""
+        rate = self.bandwidth_bytes_per_s
+        if self.is_mesh:
+            rate = min(rate, max(members - 1, 1) * self.peer_bandwidth_bytes_per_s)
+        return rate * self.efficiency.best
 
 
 class HostProfile(Strict):

@@ -26,6 +26,9 @@ GB = 1e9
 # Per GPU: an engine's request slots and running list (~3 KB at vLLM's defaults), a
 # trainer rank's balance entries and cost terms; priced one by one per learner pass.
 MAX_GPUS = 2**17                 # 131,072: the largest clusters built (~100k GPUs)
+# GPUs of one NVLink domain: the topology graph holds two whole domains (NVLink 5 switches reach
+# 576 GPUs; GB200/GB300 NVL72 ship 72).
+MAX_DOMAIN_GPUS = 1024
 BYTES_PER_GPU = 4_000
 
 # Per trajectory in flight: producer rows (10 columns), its group's share, the engine's

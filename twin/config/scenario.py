@@ -60,16 +60,28 @@ class Cluster(Strict):
     """Nodes of identical GPUs, an intra-node fabric and an inter-node network."""
 
     nodes: Count = Field(default=1, description="Nodes, each of gpus_per_node GPUs.")
-    gpus_per_node: int = Field(default=8, ge=1, le=72, description="GPUs per node (an engine's tp stays inside one).")
+    gpus_per_node: int = Field(default=8, ge=1, le=72, description="GPUs per node (an engine's tp stays inside one, "
+                               "or inside its NVLink domain).")
     gpu: DeviceProfile = Field(default="h100-sxm", validate_default=True,
                                description="GPU profile name or path.")
     host: HostProfile = Field(default="dgx-h100-host", validate_default=True,
                               description="Host (CPU side) profile name or path.")
     intra_node_link: LinkProfile = Field(default="nvlink4", validate_default=True,
-                                         description="Link profile between the GPUs of a node.")
+                                         description="Link profile between the GPUs of a node (of an NVLink "
+                                         "domain, when nvlink_domain_gpus spans nodes).")
     inter_node_link: LinkProfile = Field(default="ib-ndr400", validate_default=True,
                                          description="Link profile between nodes (per NIC rail).")
     nics_per_node: Count = Field(default=8, description="Inter-node NICs (rails) per node.")
+    nvlink_domain_gpus: int | None = Field(
+        default=None, ge=1, le=limits.MAX_DOMAIN_GPUS,
+        description=(
+            "GPUs one NVLink switch domain joins, when it spans several nodes (GB200/GB300 NVL72: 72 GPUs "
+            "on 18 compute trays of 4, so gpus_per_node: 4 and nvlink_domain_gpus: 72): a multiple of "
+            "gpus_per_node. Inside a domain every GPU reaches every other over intra_node_link, across "
+            "nodes too; between domains traffic goes through the nodes' NICs (inter_node_link). "
+            "Absent: a domain is one node."
+        ),
+    )
     host_cpu_cores: int | None = Field(
         default=None, ge=1, description="CPU cores per node; defaults to the host profile's."
     )
@@ -99,6 +111,32 @@ class Cluster(Strict):
         limits.check_cluster(self)
         return self
 
+    @model_validator(mode="after")
+    def _whole_nodes_per_domain(self) -> Cluster:
+        d, g = self.nvlink_domain_gpus, self.gpus_per_node
+        if d is None:
+            return self
+        if d % g:
+            raise InputError("an NVLink domain is made of whole nodes (compute trays)",
+                             field="cluster.nvlink_domain_gpus", value=d,
+                             allowed=f"a multiple of cluster.gpus_per_node ({g}), e.g. {g * max(1, d // g)}")
+        if d > g and self.intra_node_link.is_mesh:
+            raise InputError(f"{self.intra_node_link.name} is a mesh of direct links inside a node, with no "
+                             "switch to join nodes", field="cluster.nvlink_domain_gpus", value=d,
+                             allowed=f"{g} (one node) with this intra_node_link, or a switched link (nvlink5)")
+        return self
+
+    @property
+    def domain_gpus(self) -> int:
+        """GPUs of one NVLink domain: cluster.nvlink_domain_gpus, else one node."""
+        return self.nvlink_domain_gpus or self.gpus_per_node
+
+    def engine_tp_fits(self, tp: int) -> bool:
+        """Whether an engine of ``tp`` consecutive GPUs keeps its all-reduces on one domain's
+        links or spans whole nodes (a domain laid out in engines of tp, or tp within a node)."""
+        g, d = self.gpus_per_node, self.domain_gpus
+        return tp <= g or tp % g == 0 or (tp <= d and d % tp == 0)
+
     @property
     def total_gpus(self) -> int:
         return self.nodes * self.gpus_per_node
@@ -114,8 +152,9 @@ class RolloutPlacement(Strict):
 
     gpus: int | None = Field(default=None, ge=1,
                              description="GPUs for rollout; colocated: all GPUs; otherwise half.")
-    tp: Count = Field(default=1, description="Tensor-parallel size of one engine: within a node, or whole "
-                      "nodes (a multiple of cluster.gpus_per_node), whose all-reduces then cross the inter-node link.")
+    tp: Count = Field(default=1, description="Tensor-parallel size of one engine: within a node, a divisor of "
+                      "cluster.nvlink_domain_gpus (its all-reduces stay on NVLink across trays), or whole nodes (a "
+                      "multiple of cluster.gpus_per_node), whose all-reduces then cross the inter-node link.")
     pp: Count = Field(default=1, description="Pipeline stages of one engine (vLLM pipeline_parallel_size): an "
                       "engine is tp × pp GPUs, each stage 1/pp of the layers, pp micro-batches in flight.")
     expert_parallel: bool = Field(
@@ -588,11 +627,13 @@ class Scenario(Strict):
         """The pools must fit the cluster and split into whole engines and trainer ranks."""
         placement_pools(self)
         p = self.placement
-        g = self.cluster.gpus_per_node
-        if p.rollout.tp > g and p.rollout.tp % g:
-            raise InputError("an engine's tensor parallelism stays inside one node or spans whole nodes",
-                             field="placement.rollout.tp", value=p.rollout.tp,
-                             allowed=f"1..{g}, or a multiple of cluster.gpus_per_node ({g})")
+        c = self.cluster
+        if not c.engine_tp_fits(p.rollout.tp):
+            g, d = c.gpus_per_node, c.domain_gpus
+            domain = f", a divisor of cluster.nvlink_domain_gpus ({d})" if d > g else ""
+            raise InputError("an engine's tensor parallelism stays inside one node or NVLink domain, or spans "
+                             "whole nodes", field="placement.rollout.tp", value=p.rollout.tp,
+                             allowed=f"1..{g}{domain}, or a multiple of cluster.gpus_per_node ({g})")
         check_moe_layout(self)
         if p.trainer.sp > 1 and self.model.num_heads % (p.trainer.tp * p.trainer.sp):
             raise InputError("Ulysses sequence parallelism splits attention heads: tp × sp must divide them",
@@ -732,6 +773,8 @@ def resolved_dict(scenario: Scenario) -> dict[str, Any]:
     if data["workload"].get("schedule") is None:
         data["workload"].pop("schedule", None)  # stationary lengths: the report reads as before schedules
     cluster = data["cluster"]
+    if cluster.get("nvlink_domain_gpus") is None:
+        cluster.pop("nvlink_domain_gpus", None)  # one node per domain: the report reads as before domains
     for key in ("gpu", "host", "intra_node_link", "inter_node_link"):
         prof = getattr(scenario.cluster, key)
         cluster[key] = f"{prof.name} ({prof.provenance.source})"

@@ -1,23 +1,27 @@
 """Collectives on the cluster's topology graph, timed as nccl-tests defines bus bandwidth.
 
-The topology is a networkx graph: every GPU hangs off its node's NVSwitch (intra-node
-link) and off a NIC (GPUs share NICs when a node has fewer NICs than GPUs); NICs meet
-in the network fabric. Every node is wired alike, so the graph holds two nodes (one on a
-one-node cluster) and stands for all of them: a path between two GPUs is the path between
-the same local GPUs on one node or on two, whatever the nodes' numbers, and a pool laid out
-node-major spans at most three shapes of node (a partial first, full ones, a partial last).
-The cost of a query is thus independent of the cluster's size.
+The topology is a networkx graph: every GPU hangs off its NVLink domain's switch (the
+intra-node link; a domain is one node unless ``cluster.nvlink_domain_gpus`` joins several, as
+GB200 NVL72 joins 18 trays of 4 GPUs) or, on a mesh link (AMD xGMI), off a direct link to each
+GPU of its node; and off a NIC of its node (GPUs share NICs when a node has fewer NICs than
+GPUs); NICs meet in the network fabric. Every domain is wired alike, so the graph holds two
+domains (one on a one-domain cluster) and stands for all of them: a path between two GPUs is
+the path between the same domain positions in one domain or in two, whatever the domains'
+numbers, and a pool laid out node-major spans at most three shapes of domain (a partial first,
+full ones, a partial last). The cost of a query is thus independent of the cluster's size.
 
 A collective over a group of GPUs runs as NCCL's rings do:
 
-* inside a node, each rank sends over its own intra-node port;
-* across nodes, NCCL runs one ring per rail and each ring's node crossing carries
-  1/rails of the data, so a rank's inter-node rate is its node's egress capacity: a
-  max-flow from the group's GPUs on that node to the fabric.
+* inside a domain, each rank sends over its own port (behind a switch, its whole port, whichever
+  node of the domain its peers sit on; on a mesh, one direct link per peer in the group);
+* across domains, NCCL runs one ring per rail and each ring's domain crossing carries
+  1/rails of the data, so a rank's cross-domain rate is its domain's egress capacity: the sum,
+  over the domain's nodes, of a max-flow from the group's GPUs on that node to the fabric (a
+  GPU reaches another GPU's NIC of its own node over NVLink, PXN; not a NIC of another tray).
 
-Bus bandwidth is therefore min(intra port, slowest node egress) × efficiency, and a
-collective moving S bytes takes ``steps·latency + factor·S / busbw`` with nccl-tests'
-factors: all-reduce 2(n−1)/n, all-gather, reduce-scatter and all-to-all (n−1)/n, broadcast 1.
+Bus bandwidth is therefore min(port, slowest domain egress) × efficiency, and a collective
+moving S bytes takes ``steps·latency + factor·S / busbw`` with nccl-tests' factors: all-reduce
+2(n−1)/n, all-gather, reduce-scatter and all-to-all (n−1)/n, broadcast 1.
 """
 
 from __future__ import annotations
@@ -70,33 +74,51 @@ class Topology:
     cluster: Cluster
 
     @cached_property
+    def domain(self) -> int:
+        """GPUs per NVLink domain (a node unless cluster.nvlink_domain_gpus spans several)."""
+        return self.cluster.domain_gpus
+
+    @cached_property
     def graph(self) -> nx.Graph:
-        """The first two nodes of the cluster (one if it has one): all nodes are wired alike."""
+        """The first two domains of the cluster (one if it has one): all domains are wired alike.
+        With one node per domain these are its first two nodes."""
         c = self.cluster
+        g, d = c.gpus_per_node, self.domain
         intra, inter = c.intra_node_link, c.inter_node_link
         intra_bw = intra.bandwidth_bytes_per_s * intra.efficiency.best
         nic_bw = inter.bandwidth_bytes_per_s * inter.efficiency.best
-        g = nx.Graph()
-        for node in range(min(c.nodes, 2)):
-            switch = ("switch", node)
-            for local in range(c.gpus_per_node):
-                gpu = node * c.gpus_per_node + local
-                g.add_edge(gpu, switch, capacity=intra_bw, latency=intra.latency_s)
-                nic = ("nic", node, local * c.nics_per_node // c.gpus_per_node)
-                # A GPU reaches its NIC over PCIe at no less than the NIC's own rate.
-                g.add_edge(gpu, nic, capacity=nic_bw, latency=0.0)
-            for k in range(min(c.nics_per_node, c.gpus_per_node)):
-                g.add_edge(("nic", node, k), "fabric", capacity=nic_bw, latency=inter.latency_s)
-        return g
+        nodes_per_domain = d // g
+        domains = 1 if c.nodes <= nodes_per_domain else 2
+        graph = nx.Graph()
+        for domain in range(domains):
+            switch = ("switch", domain)
+            # a lone (partial) domain holds the cluster's nodes; two domains are drawn whole
+            for node in range(domain * nodes_per_domain, domain * nodes_per_domain + min(c.nodes, nodes_per_domain)):
+                for local in range(g):
+                    gpu = node * g + local
+                    if intra.is_mesh:  # a direct link to every GPU of the node
+                        for peer in range(node * g, gpu):
+                            graph.add_edge(peer, gpu, capacity=intra.port_rate(2), latency=intra.latency_s)
+                    else:
+                        graph.add_edge(gpu, switch, capacity=intra_bw, latency=intra.latency_s)
+                    nic = ("nic", node, local * c.nics_per_node // g)
+                    # A GPU reaches its NIC over PCIe at no less than the NIC's own rate.
+                    graph.add_edge(gpu, nic, capacity=nic_bw, latency=0.0)
+                for k in range(min(c.nics_per_node, g)):
+                    graph.add_edge(("nic", node, k), "fabric", capacity=nic_bw, latency=inter.latency_s)
+        return graph
 
     def node_of(self, gpu: int) -> int:
         return gpu // self.cluster.gpus_per_node
 
+    def domain_of(self, gpu: int) -> int:
+        return gpu // self.domain
+
     def _path(self, a: int, b: int) -> list:
-        """The shortest path between GPUs ``a`` and ``b``, on the graph's one or two nodes."""
-        g = self.cluster.gpus_per_node
-        other = 0 if self.node_of(a) == self.node_of(b) else g
-        return nx.shortest_path(self.graph, a % g, b % g + other)
+        """The shortest path between GPUs ``a`` and ``b``, on the graph's one or two domains."""
+        d = self.domain
+        other = 0 if self.domain_of(a) == self.domain_of(b) else d
+        return nx.shortest_path(self.graph, a % d, b % d + other)
 
     def path_bandwidth(self, a: int, b: int) -> float:
         """Bandwidth of the slowest link on the shortest path between two GPUs."""
@@ -116,7 +138,7 @@ class Topology:
         local = tuple(sorted(gpu - node * g for gpu in gpus))
         cache = self.__dict__.setdefault("_egress", {})
         if local not in cache:
-            members = [*range(g), ("switch", 0), "fabric"]
+            members = [*range(g), "fabric"] + ([] if self.cluster.intra_node_link.is_mesh else [("switch", 0)])
             members += [("nic", 0, k) for k in range(min(self.cluster.nics_per_node, g))]
             sub = nx.Graph(self.graph.subgraph(members))
             for gpu in local:
@@ -124,42 +146,63 @@ class Topology:
             cache[local] = nx.maximum_flow_value(sub, "source", "fabric")
         return cache[local]
 
-    def _by_node(self, gpus: Sequence[int]) -> list[list[int]]:
-        """The group's GPUs node by node, in order of first appearance. A range (a pool laid
-        out node-major) yields its first node, one full node standing for all full ones, and
-        its last node: every quantity taken over the nodes is a min or a first, which these
-        three decide."""
-        g = self.cluster.gpus_per_node
+    def domain_egress(self, gpus: list[int]) -> float:
+        """Bytes/s the given GPUs of one domain can push into the fabric together: each node's
+        own NICs (its :meth:`node_egress`), summed over the domain's nodes."""
+        return sum(self.node_egress(m) for m in self._grouped(gpus, self.cluster.gpus_per_node))
+
+    def _grouped(self, gpus: Sequence[int], size: int) -> list[list[int]]:
+        """The group's GPUs by block of ``size`` consecutive GPUs (a node or a domain), in order of
+        first appearance. A range (a pool laid out node-major) yields its first block, one full
+        block standing for all full ones, and its last block: every quantity taken over the
+        blocks is a min, a max or a first, which these three decide."""
         if isinstance(gpus, range) and gpus.step == 1 and len(gpus) > 0:
             first, last = gpus[0], gpus[-1]
-            n0, n1 = self.node_of(first), self.node_of(last)
+            n0, n1 = first // size, last // size
             if n0 == n1:
                 return [list(gpus)]
-            out = [list(range(first, (n0 + 1) * g))]
+            out = [list(range(first, (n0 + 1) * size))]
             if n1 > n0 + 1:
-                out.append(list(range((n0 + 1) * g, (n0 + 2) * g)))
-            return out + [list(range(n1 * g, last + 1))]
-        by_node: dict[int, list[int]] = defaultdict(list)
+                out.append(list(range((n0 + 1) * size, (n0 + 2) * size)))
+            return out + [list(range(n1 * size, last + 1))]
+        by_block: dict[int, list[int]] = defaultdict(list)
         for gpu in gpus:
-            by_node[self.node_of(gpu)].append(gpu)
-        return list(by_node.values())
+            by_block[gpu // size].append(gpu)
+        return list(by_block.values())
+
+    def _by_node(self, gpus: Sequence[int]) -> list[list[int]]:
+        """The group's GPUs node by node (see :meth:`_grouped`)."""
+        return self._grouped(gpus, self.cluster.gpus_per_node)
+
+    def _by_domain(self, gpus: Sequence[int]) -> list[list[int]]:
+        """The group's GPUs NVLink domain by domain (see :meth:`_grouped`)."""
+        return self._grouped(gpus, self.domain)
+
+    def _port(self, members: list[int]) -> float:
+        """A rank's rate to the other ``members`` of its domain: behind a switch one path
+        tells (every port is alike); on a mesh, one direct link per peer on its node."""
+        link = self.cluster.intra_node_link
+        if link.is_mesh:
+            return min(link.port_rate(len(m)) for m in self._by_node(members) if len(m) > 1)
+        return self.path_bandwidth(members[0], members[1])
 
     def bus_bandwidth(self, gpus: Sequence[int]) -> float:
-        """Ring bus bandwidth of a group: the slower of intra-node ports and node egress."""
-        by_node = self._by_node(gpus)
+        """Ring bus bandwidth of a group: the slower of the domain ports and domain egress."""
+        by_domain = self._by_domain(gpus)
         rates = []
-        shared = next((m for m in by_node if len(m) > 1), None)
-        if shared:  # every intra-node port is alike: one path tells
-            rates.append(self.path_bandwidth(shared[0], shared[1]))
-        if len(by_node) > 1:
-            rates.extend(self.node_egress(m) for m in by_node)
+        shared = next((m for m in by_domain if len(m) > 1), None)
+        if shared:  # behind a switch every port is alike; on a mesh the thinnest node's share binds
+            mesh = self.cluster.intra_node_link.is_mesh
+            rates.append(min(self._port(m) for m in by_domain if len(m) > 1) if mesh else self._port(shared))
+        if len(by_domain) > 1:
+            rates.extend(self.domain_egress(m) for m in by_domain)
         return min(rates) if rates else float("inf")
 
     def hop_latency(self, gpus: Sequence[int]) -> float:
-        by_node = self._by_node(gpus)
+        by_domain = self._by_domain(gpus)
         a = gpus[0]
-        if len(by_node) > 1:
-            b = next(g for m in by_node for g in m if self.node_of(g) != self.node_of(a))
+        if len(by_domain) > 1:
+            b = next(g for m in by_domain for g in m if self.domain_of(g) != self.domain_of(a))
         elif len(gpus) > 1:
             b = gpus[1]
         else:
@@ -193,23 +236,24 @@ class Topology:
         """Seconds for an all-to-all in which every rank of ``gpus`` sends ``nbytes`` in all,
         an equal share to each rank (itself included: MoE dispatch and combine).
 
-        Unlike the ring collectives, an all-to-all has no ring whose node crossing NCCL can
-        spread over every rail: each rank sends its off-node shares through its own NIC (its
-        share of its node's egress), its on-node shares through its intra-node port, both at
-        once. It lasts as long as the slower of the two, plus one launch and the longest hop
+        Unlike the ring collectives, an all-to-all has no ring whose domain crossing NCCL can
+        spread over every rail: each rank sends its shares for other domains through its own
+        NIC (its share of its node's egress), its shares within its NVLink domain through its
+        port, both at once. It lasts as long as the slower of the two, plus one launch and the longest hop
         (the sends go out concurrently).
         """
         n = len(gpus)
         if n <= 1 or nbytes <= 0:
             return 0.0
-        by_node = self._by_node(list(gpus))
         share = nbytes / n
         slowest = 0.0
-        for members in by_node:
+        for members in self._by_domain(list(gpus)):
             local = share * (len(members) - 1)
             remote = share * (n - len(members))
-            t_local = local / self.path_bandwidth(members[0], members[1]) if len(members) > 1 else 0.0
-            t_remote = remote / (self.node_egress(members) / len(members)) if remote > 0 else 0.0
+            t_local = local / self._port(members) if len(members) > 1 else 0.0
+            t_remote = 0.0
+            if remote > 0:  # each rank through its own node's NICs
+                t_remote = max(remote / (self.node_egress(m) / len(m)) for m in self._by_node(members))
             slowest = max(slowest, t_local, t_remote)
         return NCCL_BASE_LATENCY_S + self.hop_latency(list(gpus)) + slowest
 

@@ -166,9 +166,9 @@ def _calls(plan: Plan, nbytes: float, tensors: int) -> int:
 def _p2p_per_byte(topo: Topology, trainer: range, rollout: range) -> tuple[float, float, float]:
     """(fixed s, s per byte received by each rollout GPU, s per byte sent by each trainer GPU) when
     every GPU of both pools moves its part at once: a node's GPUs share its NICs (the topology's
-    node egress), so one GPU alone does not get them all. Pools on one node use NVLink."""
+    node egress), so one GPU alone does not get them all. Pools in one NVLink domain use NVLink."""
     fixed, alone = topo.collective_cost("p2p", [trainer[0], rollout[0]])
-    if topo.node_of(trainer[0]) == topo.node_of(rollout[-1]):
+    if topo.domain_of(trainer[0]) == topo.domain_of(rollout[-1]):
         return fixed, alone, alone
 
     def per_byte(pool: range) -> float:

@@ -98,6 +98,8 @@ def _faster_network(plan: Plan, report: Report) -> Overrides:
     for key in ("intra_node_link", "inter_node_link"):
         link = getattr(plan.cluster, key).model_dump(mode="json")
         link["bandwidth_bytes_per_s"] *= 2
+        if link.get("peer_bandwidth_bytes_per_s"):  # a mesh: each direct link too
+            link["peer_bandwidth_bytes_per_s"] *= 2
         link["name"] += "-x2"
         out[f"cluster.{key}"] = link
     return out
