@@ -1,1 +1,5 @@
-"""The ``twin`` command: one module per command family, :mod:`twin.cli.main` the entry point."""
+"""The ``twin`` command: one module per command family, :func:`main` the entry point."""
+
+from twin.cli.main import main
+
+__all__ = ["main"]

@@ -649,7 +649,7 @@ def _engine_remedy(base: dict, cand: Candidate, plan) -> tuple[Candidate, Any] |
 def _trainer_remedy(base: dict, cand: Candidate, plan) -> Candidate | None:
     """A trainer that does not fit, made to fit the way a team would try, cheapest first: shard
     its state fully (ZeRO-3), recompute activations, then Megatron tensor parallelism 2, 4, 8
-    inside a node (dividing the heads and the trainer's GPUs). Fields the scenario, its
+    inside a node or NVLink domain (dividing the heads and the trainer's GPUs). Fields the scenario, its
     framework profile or --vary sets are left as given. The first that fits joins the candidate's overrides (the JSON and
     the best YAML show it); None when none does."""
     def given(path: str) -> bool:
@@ -663,7 +663,7 @@ def _trainer_remedy(base: dict, cand: Candidate, plan) -> Candidate | None:
         steps.append({"placement.trainer.recompute": True})
     if not given("placement.trainer.tp"):
         for tp in (2, 4, 8):
-            if (tp > t.tp and tp <= cand.context.gpus_per_node and arch.num_heads % (tp * t.sp) == 0
+            if (tp > t.tp and tp <= plan.cluster.domain_gpus and arch.num_heads % (tp * t.sp) == 0
                     and plan.trainer_gpus % (tp * t.pp * t.sp) == 0):
                 steps.append({"placement.trainer.tp": tp})
     overrides = dict(cand.overrides)
