@@ -81,7 +81,7 @@ def _cli_per_candidate(result, sample: int) -> float:
             path = Path(folder) / f"c{i}.yaml"
             path.write_text(yaml.safe_dump(apply_overrides(base, ranked.candidate.overrides), sort_keys=False))
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "twin.cli.main", "run", str(path), "--no-verdict"], env=env,
+            subprocess.run([sys.executable, "-m", "twin.cli", "run", str(path), "--no-verdict"], env=env,
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             times.append(time.perf_counter() - t)
     print(f"twin run --no-verdict per candidate: {', '.join(f'{t:.2f}' for t in times)} s", flush=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from twin.cli.main import main
+from twin.cli import main
 
 _spec = importlib.util.spec_from_file_location(
     "fuzzcases", Path(__file__).resolve().parents[1] / "tools" / "fuzzcases.py")

@@ -1,6 +1,6 @@
 """Output files and standard output: checked before any work, written all or none, never a traceback.
 
-The module tests drive :mod:`twin.output` directly; the command tests run ``python -m twin.cli.main``
+The module tests drive :mod:`twin.output` directly; the command tests run ``python -m twin.cli``
 in a subprocess (standard streams, argv bytes and exit codes as a user sees them).
 """
 
@@ -26,9 +26,9 @@ CHEAP = ["run", "grpo-7b-colocated", "--set", "run.steps=1", "--set", "algorithm
 
 
 def twin(*args, stdout=subprocess.PIPE, env=None, prefix=None) -> subprocess.CompletedProcess:
-    """``python -m twin.cli.main ARGS`` (or ``prefix + ARGS``) in a subprocess, from this checkout."""
+    """``python -m twin.cli ARGS`` (or ``prefix + ARGS``) in a subprocess, from this checkout."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    command = (prefix or [sys.executable, "-m", "twin.cli.main"]) + list(args)
+    command = (prefix or [sys.executable, "-m", "twin.cli"]) + list(args)
     return subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, env=env, timeout=120)
 
 
@@ -276,7 +276,7 @@ def test_a_bad_trace_path_writes_no_json_and_names_trace(tmp_path):
 
 
 def test_a_trace_that_fails_to_write_takes_the_json_with_it(tmp_path, monkeypatch, capsys):
-    from twin.cli.main import main
+    from twin.cli import main
 
     real_fsync, calls = os.fsync, []
 
@@ -315,13 +315,13 @@ def test_a_closed_pipe_ends_quietly():
 
 
 def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
-    import twin.cli.main
+    import twin.cli.entry
 
     def interrupted(argv):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(twin.cli.main, "_main", interrupted)
-    assert twin.cli.main.main(["list"]) == 130
+    monkeypatch.setattr(twin.cli.entry, "_main", interrupted)
+    assert twin.cli.entry.main(["list"]) == 130
     assert capsys.readouterr().err == "twin: interrupted\n"
 
 
@@ -333,7 +333,7 @@ def test_argument_bytes_that_are_not_utf8_are_echoed_escaped():
     assert b"Scenario x\\udcff" in proc.stdout
     # in an error message, on a strict standard error too
     strict = ("import io, sys; sys.stderr = io.TextIOWrapper(sys.stderr.buffer, 'utf-8', 'strict'); "
-              "from twin.cli.main import main; sys.exit(main())")
+              "from twin.cli import main; sys.exit(main())")
     for args in (["check", b"x\xff.yaml"], ["check", "--json", b"/no-such-x\xff/r.json"]):
         proc = twin(*args, prefix=[sys.executable, "-c", strict],
                     env={"PYTHONIOENCODING": "utf-8:strict"})

@@ -9,7 +9,7 @@ import pytest
 
 import twin
 from twin import runner
-from twin.cli.main import main
+from twin.cli import main
 from twin.errors import InputError
 from twin.studies import executors
 
@@ -101,13 +101,6 @@ def test_prepare_names_the_scenario_file_when_memory_does_not_fit():
     with pytest.raises(InputError) as err:
         runner.prepare("grpo-7b-colocated", {"placement.rollout.gpu_memory_utilization": 0.1})
     assert "grpo-7b-colocated.yaml" in err.value.message
-
-
-def test_simulate_many_returns_input_errors_in_place():
-    good = runner.load("grpo-8b-disaggregated", SMALL).model_dump(mode="json")
-    bad = {**good, "placement": {**good["placement"], "rollout": {**good["placement"]["rollout"], "gpus": 7, "tp": 2}}}
-    out = executors.simulate_many([good, bad], workers=1)
-    assert isinstance(out[0], dict) and isinstance(out[1], InputError)
 
 
 def test_a_pressure_with_a_bad_value_alone_exits_2(capsys):

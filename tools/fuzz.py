@@ -1,7 +1,7 @@
 """Fuzz the real ``twin`` command: ``python tools/fuzz.py [--cases N] [--seed S] [--jobs J]``.
 
 Runs generated cases (``tools/fuzzcases.py``: mutated built-in scenarios, hostile YAML, bad
-overrides and pressures) through ``python -m twin.cli.main``, each in its own process with a time
+overrides and pressures) through ``python -m twin.cli``, each in its own process with a time
 limit and an address-space limit, and sorts the outcomes:
 
 * ``exit2``: exit code 2 and exactly one ``twin: error:`` line on stderr;
@@ -47,7 +47,7 @@ def run_case(index: int, seed: int, timeout_s: float, memory_bytes: int, keep: P
         path = folder / "scenario.yaml"
         path.write_bytes(text.encode("utf-8", "surrogateescape"))
         args = [args[0], str(path), *args[1:]]
-    command = [sys.executable, "-m", "twin.cli.main", *args]
+    command = [sys.executable, "-m", "twin.cli", *args]
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONIOENCODING": "utf-8"}
     try:
         done = subprocess.run(command, cwd=folder if folder.exists() else keep, env=env, capture_output=True,

@@ -31,7 +31,7 @@ def measure(name: str) -> None:
         chosen.append(row)
         jobs += reseeded(apply_overrides(data, row.overrides))
     reports = executors.simulate_many(jobs)
-    useful = lambda rep: rep["throughput"]["useful_trajectories_per_hour"]
+    useful = lambda rep: rep.useful_trajectories_per_hour
     b = spread([base.useful_trajectories_per_hour] + [useful(r) for r in reports[:2]])
     print(f"{name}: base spread {b}")
     for i, row in enumerate(chosen):

@@ -438,14 +438,14 @@ class TwinApp(App[int]):
 
     async def _show_whatif(self, job: Job, results: list) -> None:
         self.whatif, self.whatif_request = results[0], job.requests[0]
-        self.query_one(WhatIfForm).show(self.baseline.data, self.whatif.data)
-        step = self.whatif.data["step_time_s"]
+        self.query_one(WhatIfForm).show(self.baseline.to_dict(), self.whatif.to_dict())
+        step = self.whatif.step_time_s
         self.query_one(RunStatus).finished(f"[$success]✓[/] what-if: step {step:,.1f} s "
-                                           f"(baseline {self.baseline.data['step_time_s']:,.1f} s)")
+                                           f"(baseline {self.baseline.step_time_s:,.1f} s)")
 
     async def _show_compare(self, job: Job, results: list) -> None:
         a, b = job.requests
-        self.query_one(CompareView).show(a.label, results[0].data, b.label, results[1].data)
+        self.query_one(CompareView).show(a.label, results[0].to_dict(), b.label, results[1].to_dict())
         self.query_one(RunStatus).finished(f"[$success]✓[/] compared {escape(a.ref)} and {escape(b.ref)}")
 
     async def _show_plan(self, job: Job, results: list) -> None:

@@ -1,6 +1,6 @@
 """Report dict → the figures the screens show (plain data and strings, no Textual).
 
-Every screen reads the JSON report of ``twin.simulate`` (``Report.data``), so what the TUI
+Every screen reads the JSON report of ``twin.simulate`` (``Report.to_dict()``), so what the TUI
 shows is what ``twin run --json`` writes.
 """
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from twin.analysis.render import verdict_line
+from twin.analysis.report import LinkRow
 
 # The loop in the order experience flows; "switch" exists only where rollout and trainer
 # time-share GPUs (colocated); evaluation sits beside the loop, on the rollout GPUs.
@@ -66,7 +67,7 @@ def link_figures(data: dict[str, Any]) -> list[LinkFigure]:
         if not present[link]:
             continue
         row = rows.get(link)
-        util = row["utilization"] if row else data["utilization"].get(ROLE_OF_LINK.get(link, ""))
+        util = row["load"] if row else data["utilization"].get(ROLE_OF_LINK.get(link, ""))
         out.append(LinkFigure(
             link=link, utilization=util,
             critical_path_share=row["critical_path_share"] if row else 0.0,
@@ -81,7 +82,7 @@ def diagnosis(data: dict[str, Any]) -> str:
     verdict = data.get("verdict")
     if isinstance(verdict, dict) and isinstance(verdict.get("diagnosis"), str):
         return verdict["diagnosis"]
-    return verdict_line(data)
+    return verdict_line([LinkRow.model_validate(row) for row in data["bottleneck"]])
 
 
 def marginal_gains(data: dict[str, Any]) -> list[dict[str, Any]] | None:

@@ -131,12 +131,12 @@ def run_plan(request: RunRequest, gpus: int, max_staleness: int,
                            top=keep, workers=workers, progress=tick)
 
     result = plan(gpus, top)  # first: a budget nothing fits fails before the curve is spent on
-    best = {gpus: result.best.report["throughput"]["useful_trajectories_per_hour"]}
+    best = {gpus: result.best.report.useful_trajectories_per_hour}
     for budget in curve_budgets(gpus):
         if budget in best:
             continue
         try:
-            best[budget] = plan(budget, 1).best.report["throughput"]["useful_trajectories_per_hour"]
+            best[budget] = plan(budget, 1).best.report.useful_trajectories_per_hour
         except InputError:
             best[budget] = None
     return PlanRun(request, gpus, max_staleness, result, sorted(best.items()))

@@ -1,5 +1,5 @@
 import sys
 
-from twin.cli.main import main
+from twin.cli import main
 
 sys.exit(main())

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Protocol, Union
 
-from twin.analysis.report import _rounded, build_report
+from twin.analysis.report import LinkRow, ReportData, RoleMemory, StepRow, Throughput, build_report, rounded
 from twin.analysis.run import step_figures, time_to_all
 from twin.analysis.trace import chrome_trace
 from twin.config.load import DEFAULT_SCENARIO, load_scenario, scenario_path
@@ -22,6 +22,7 @@ from twin.config.plan import Plan, resolve
 from twin.config.scenario import Scenario
 from twin.cost.memory import memory_problem
 from twin.errors import InputError
+from twin.sim.result import SimResult
 
 Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
 Source = Union[str, Path, Mapping, Scenario, None]  # a built-in name, a YAML path, data, or a Scenario
@@ -59,81 +60,93 @@ def prepare(source: Source = None, overrides: Mapping[str, object] | Sequence[st
     return resolved
 
 
+class Judgement(Protocol):
+    """What a report needs of a verdict (:class:`twin.studies.verdict.Verdict`, a study above
+    the runner): each link's marginal gain, and its own section of the JSON."""
+
+    def gain_by_link(self) -> dict[str, float | None]: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class Report:
-    """The result of one simulation: the JSON report's figures as attributes.
+    """The result of one simulation: its typed figures (``data``, a
+    :class:`~twin.analysis.report.ReportData`) as attributes, the plan it ran, the simulation's
+    spans and steps (``result``), and the verdict when one was asked for. Nothing is changed
+    after it is made: the JSON merges the verdict in (:meth:`to_dict`)."""
 
-    ``data`` is the report of the DESIGN contract (plain, sorted, rounded); ``verdict`` the
-    marginal gains, when they were asked for. Neither is changed after it is made: the JSON
-    merges the verdict in (:meth:`to_dict`).
-    """
-
-    data: Mapping[str, Any]
+    data: ReportData
     plan: Plan = field(repr=False, compare=False)
-    result: Any = field(default=None, repr=False, compare=False)  # twin.sim.result.SimResult
-    verdict: Any = field(default=None, compare=False)               # twin.studies.verdict.Verdict
+    result: SimResult | None = field(default=None, repr=False, compare=False)
+    verdict: Judgement | None = field(default=None, compare=False)
 
     @property
     def step_time_s(self) -> float:
-        return self.data["step_time_s"]
+        return self.data.step_time_s
 
     @property
     def breakdown(self) -> dict[str, float]:
-        return self.data["breakdown"]
+        return self.data.breakdown
 
     @property
     def utilization(self) -> dict[str, float]:
-        return self.data["utilization"]
+        """Each resource's busy share over the run."""
+        return self.data.utilization
 
     @property
-    def throughput(self) -> dict[str, float]:
-        return self.data["throughput"]
+    def throughput(self) -> Throughput:
+        return self.data.throughput
 
     @property
     def useful_trajectories_per_hour(self) -> float:
-        return self.data["throughput"]["useful_trajectories_per_hour"]
+        return self.data.throughput.useful_trajectories_per_hour
 
     @property
-    def bottleneck(self) -> list[dict[str, Any]]:
-        return self.to_dict()["bottleneck"]
+    def bottleneck(self) -> list[LinkRow]:
+        """The links ranked by their share of the critical path, with their load."""
+        return self.data.bottleneck
 
     @property
     def binding_link(self) -> str | None:
         """The link with the largest share of the critical path."""
-        rows = self.data["bottleneck"]
-        return rows[0]["link"] if rows else None
+        return self.data.binding_link
 
     @property
-    def memory(self) -> dict[str, Any]:
-        return self.data["memory"]
+    def memory(self) -> dict[str, RoleMemory]:
+        return self.data.memory
 
     @property
     def gpus(self) -> dict[str, int]:
-        return self.data["gpus"]
+        return self.data.gpus
+
+    @property
+    def steps(self) -> list[StepRow]:
+        return self.data.steps
 
     @property
     def scenario(self) -> Scenario:
         return self.plan.scenario
 
-    def with_verdict(self, verdict) -> Report:
-        return Report(self.data, self.plan, self.result, verdict)
-
     @property
     def run(self) -> dict[str, Any]:
         """The whole run: total time, per-window figures, where the binding link changes
         (:mod:`twin.analysis.run`)."""
-        return self.data["run"]
+        return self.data.run
+
+    def with_verdict(self, verdict: Judgement) -> Report:
+        return replace(self, verdict=verdict)
 
     def with_time_to(self, until: Sequence[tuple[str, float]]) -> Report:
         """This report with ``time_to``: for each (``"trajectories"`` or ``"tokens"``, N), the
         time until the run has trained on N trajectories or generated N tokens."""
         rows = time_to_all(step_figures(self.result), list(until))
-        return Report({**self.data, "time_to": _rounded(rows)}, self.plan, self.result, self.verdict)
+        return replace(self, data=self.data.model_copy(update={"time_to": rounded(rows)}))
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain data; with a verdict, each bottleneck row's ``marginal_gain``
         and the ``verdict`` section."""
-        data = json.loads(json.dumps(self.data))  # a deep copy of plain data
+        data = self.data.to_dict()
         if self.verdict is not None:
             gains = self.verdict.gain_by_link()
             for row in data["bottleneck"]:
@@ -164,10 +177,10 @@ def run(source: Source = None, overrides: Mapping[str, object] | Sequence[str] |
     return simulate(prepare(source, overrides), progress)
 
 
-def report_data(data: dict) -> dict | InputError:
-    """One scenario given as data → its report's data, or the input error it raises (what a
+def report_data(data: dict) -> ReportData | InputError:
+    """One scenario given as data → its report's figures, or the input error it raises (what a
     worker of :mod:`twin.studies.executors` runs; picklable, so it works in any process)."""
     try:
-        return dict(simulate(prepare(data)).data)
+        return simulate(prepare(data)).data
     except InputError as exc:
         return exc

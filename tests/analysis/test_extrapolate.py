@@ -54,7 +54,7 @@ def test_cli_sample_steps(capsys, tmp_path):
     import json
     from pathlib import Path
 
-    from twin.cli.main import main
+    from twin.cli import main
 
     tiny = Path(__file__).parents[1] / "importers" / "logs" / "fixtures" / "tiny.yaml"
     out = tmp_path / "e.json"

@@ -7,11 +7,12 @@ from types import SimpleNamespace
 import pytest
 
 from twin import runner
-from twin.analysis.run import binding_changes, change_text, parse_until, step_figures, time_to
-from twin.cli.main import main
-from twin.errors import InputError
 from twin.analysis.render import render_run
+from twin.analysis.run import binding_changes, change_text, parse_until, step_figures, time_to
+from twin.cli import main
+from twin.errors import InputError
 from twin.sim.result import StepRecord
+
 
 @pytest.fixture(scope="module")
 def drift400(drift_async):
@@ -29,13 +30,13 @@ def test_400_steps_on_a_drifting_schedule_name_the_binding_change(drift400):
     assert [(c["previous"], c["link"]) for c in changes] == [("optimization", "rollout")]
     assert 40 <= changes[0]["training_step"] <= 160
     assert run["windows"][0]["binding_link"] == "optimization" and run["windows"][-1]["binding_link"] == "rollout"
-    text = render_run(drift400.to_dict())
+    text = render_run(drift400.data)
     assert f"rollout binds from step ~{changes[0]['training_step']} (was optimization)" in text
     assert "Whole run: 400 steps in" in text
 
 
 def test_per_step_figures_add_up(drift400):
-    steps = drift400.data["steps"]
+    steps = drift400.to_dict()["steps"]
     assert len(steps) == 400
     assert sum(s["step_s"] for s in steps) == pytest.approx(drift400.run["total_s"], rel=1e-4)
     assert steps[-1]["end_s"] == pytest.approx(drift400.run["total_s"], rel=1e-6)
@@ -89,8 +90,8 @@ def test_until_parsing_and_cli(capsys):
 
 
 def test_cli_until_in_text_and_json(capsys, tmp_path):
-    from pathlib import Path
     import json
+    from pathlib import Path
 
     tiny = Path(__file__).parents[1] / "importers" / "logs" / "fixtures" / "tiny.yaml"  # 2 steps of 256 trajectories
     out = tmp_path / "r.json"

@@ -47,7 +47,7 @@ def test_ctrl_c_keeps_rows_and_the_rerun_resumes(tmp_path, monkeypatch, capsys):
 
 
 def test_twin_calibrate_forwards_to_the_calibrate_command(capsys, tmp_path):
-    from twin.cli.main import main as twin_main
+    from twin.cli import main as twin_main
 
     assert twin_main(["calibrate", "--device", "cpu", "--only", "bogus", "--out", str(tmp_path / "c.yaml")]) == 2
     assert "calibrate: error: --only: unknown suite 'bogus'" in capsys.readouterr().err

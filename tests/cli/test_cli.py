@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from twin.cli.main import main
+from twin.cli import main
 from twin.config.registry import builtin_scenarios
 
 

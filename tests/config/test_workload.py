@@ -83,12 +83,12 @@ def test_lengths_follow_the_admitting_policy_s_step():
     """A trajectory draws the lengths of the step its policy version would train (version + 1)."""
     sched = {"windows": [{"from_step": 1, "response_tokens": {"kind": "fixed", "value": 100}},
                          {"from_step": 3, "response_tokens": {"kind": "fixed", "value": 1000}}]}
-    sync = runner.run(_with(sched) | {"run": {"steps": 5}}).data["steps"]
+    sync = runner.run(_with(sched) | {"run": {"steps": 5}}).to_dict()["steps"]
     assert [s["mean_response_tokens"] for s in sync] == [100, 100, 1000, 1000, 1000]
     # One step of staleness: step 3 trains on groups admitted under version 1 (step 2's lengths).
     stale = runner.run(_with(sched) | {"placement": {"mode": "async", "rollout": {"gpus": 4}, "trainer": {"gpus": 4}},
                                        "algorithm": {**SMALL["algorithm"], "staleness": 1},
-                                       "run": {"steps": 5}}).data["steps"]
+                                       "run": {"steps": 5}}).to_dict()["steps"]
     assert [s["mean_response_tokens"] for s in stale][:3] == [100, 100, 100]
     assert stale[-1]["mean_response_tokens"] == 1000
 

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from twin.cli.main import main
+from twin.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

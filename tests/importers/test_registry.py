@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from twin.cli.main import main
+from twin.cli import main
 from twin.importers import IMPORTERS, import_files
 from twin.importers.base import HUB_PRESETS
 
@@ -90,7 +90,7 @@ def test_importers_keep_torch_out():
     import subprocess
     import sys
 
-    code = ("import sys, twin.importers as f; f.IMPORTERS['verl']; import twin.cli.main; "
+    code = ("import sys, twin.importers as f; f.IMPORTERS['verl']; import twin.cli; "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2]).stdout.strip()

@@ -110,10 +110,10 @@ def test_same_scenario_and_seed_give_identical_reports():
                    "algorithm.responses_per_prompt": 4, "placement.rollout.engine": "continuous",
                    "placement.rollout.max_num_seqs": 64, "run.steps": 4, "run.seed": 7,
                    "multi_turn": True, "sandbox_workers": 4, "eval_every": 2})
-    a = json.dumps(build_report(simulate(plan_of(data))), sort_keys=True)
-    b = json.dumps(build_report(simulate(plan_of(data))), sort_keys=True)
+    a = build_report(simulate(plan_of(data))).model_dump_json()
+    b = build_report(simulate(plan_of(data))).model_dump_json()
     assert a == b
-    c = json.dumps(build_report(simulate(plan_of(data, ["run.seed=8"]))), sort_keys=True)
+    c = build_report(simulate(plan_of(data, ["run.seed=8"]))).model_dump_json()
     assert c != a
 
 

@@ -85,7 +85,7 @@ def test_the_report_estimates_the_whole_run_when_it_stopped_early():
 
     report = run(_scenario(steady_tolerance=0.02))
     settled_ = report.run["settled"]
-    steps = report.data["steps"]
+    steps = report.to_dict()["steps"]
     assert settled_["simulated_steps"] == len(steps) < settled_["of_steps"] == 30
     steady = [s["step_s"] for s in steps[1:]]
     expected = steps[-1]["end_s"] + (30 - len(steps)) * sum(steady) / len(steady)
@@ -97,5 +97,5 @@ def test_the_text_report_says_where_it_stopped():
     from twin.analysis.render import run_lines
     from twin.runner import run
 
-    text = "\n".join(run_lines(run(_scenario(steady_tolerance=0.02)).to_dict()))
+    text = "\n".join(run_lines(run(_scenario(steady_tolerance=0.02)).data))
     assert "stopped at steady state after" in text and "of 30 steps (run.steady_tolerance 0.02)" in text

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from twin.studies import executors
 from twin import runner
+from twin.analysis.report import ReportData
 from twin.errors import InputError
+from twin.studies import executors
 
 
 def test_local_results_come_back_in_the_order_given():
@@ -20,19 +21,26 @@ def test_local_results_come_back_in_the_order_given():
     out = executors.LocalExecutor(workers=2).map(jobs, on_result=lambda i, r: seen.append(i))
     assert sorted(seen) == [0, 1, 2]
     assert isinstance(out[1], InputError) and "placement.rollout.gpus" in out[1].message
-    assert out[0]["plan"]["rollout_gpus"] == 8 and out[2]["plan"]["rollout_gpus"] == 16
+    assert out[0].plan["rollout_gpus"] == 8 and out[2].plan["rollout_gpus"] == 16
 
 
-def test_the_journal_keeps_finished_lines_and_skips_a_torn_one(tmp_path):
+@pytest.fixture(scope="module")
+def report() -> ReportData:
+    return runner.run("grpo-8b-disaggregated", {"run.steps": 2, "algorithm.prompts_per_step": 16}).data
+
+
+def test_the_journal_keeps_finished_lines_and_skips_a_torn_or_damaged_one(tmp_path, report):
     path = tmp_path / "ck.jsonl"
     j = executors.Journal(path, "abc", "plan")
-    j.add("k1", {"x": 1})
-    j.add("k2", {"x": 2})
+    j.add("k1", report)
+    j.add("k2", report.model_copy(update={"step_time_s": 2.0}))
     j.close()
     with open(path, "a") as f:
+        f.write(json.dumps({"key": "k4", "report": {"step_time_s": "damaged"}}) + "\n")
         f.write('{"key": "k3", "rep')  # a kill in the middle of a line
     again = executors.Journal(path, "abc", "plan")
-    assert again.get("k1") == {"x": 1} and again.get("k2") == {"x": 2} and again.get("k3") is None
+    assert again.get("k1") == report and again.get("k2").step_time_s == 2.0
+    assert again.get("k3") is None and again.get("k4") is None
     again.close()
     assert json.loads(path.read_text().splitlines()[0]) == {"command": "plan", "scenario_hash": "abc",
                                                              "twin_checkpoint": 1}
@@ -52,3 +60,10 @@ def test_the_journal_refuses_another_runs_file(tmp_path, digest, command, messag
 def test_make_refuses_an_unknown_executor():
     with pytest.raises(InputError, match="unknown executor"):
         executors.make("dask")
+
+
+def test_simulate_many_returns_input_errors_in_place():
+    good = runner.load("grpo-8b-disaggregated", {"run.steps": 3, "algorithm.prompts_per_step": 64}).model_dump(mode="json")
+    bad = {**good, "placement": {**good["placement"], "rollout": {**good["placement"]["rollout"], "gpus": 7, "tp": 2}}}
+    out = executors.simulate_many([good, bad], workers=1)
+    assert isinstance(out[0], ReportData) and isinstance(out[1], InputError)

@@ -10,7 +10,7 @@ import yaml
 
 import twin
 from twin import runner
-from twin.cli.main import main
+from twin.cli import main
 from twin.config.overrides import apply_overrides
 from twin.errors import InputError
 from twin.studies import executors, planner
@@ -36,7 +36,7 @@ def test_the_best_is_at_least_the_best_of_a_hand_sweep(plan64):
     hand = [apply_overrides(base, {"cluster.nodes": 8, "placement.mode": "disaggregated",
                                    "placement.rollout.gpus": r, "placement.trainer.gpus": 64 - r})
             for r in (4, 8, 16, 24, 32, 40, 48, 56)]
-    swept = [rep["throughput"]["useful_trajectories_per_hour"] for rep in executors.simulate_many(hand, workers=2)]
+    swept = [rep.useful_trajectories_per_hour for rep in executors.simulate_many(hand, workers=2)]
     assert data["best"]["useful_trajectories_per_hour"] >= max(swept)
     assert data["budget_gpus"] == 64 and data["evaluated"] + data["pruned"] == data["candidates_total"]
     ranks = [c["rank"] for c in data["candidates"]]
@@ -98,7 +98,7 @@ def test_beyond_the_limit_the_search_is_successive_halving(monkeypatch):
     rungs = search["rungs"]
     assert rungs[0] == {"steps": 3, "candidates": result.evaluated} and rungs[-1]["steps"] == 6
     assert rungs[-1]["candidates"] == max(4, -(-result.evaluated // 4))
-    assert result.best.report["steps"][-1]["step"] == 5  # ranked at full steps
+    assert result.best.report.steps[-1].step == 5  # ranked at full steps
 
 
 @pytest.mark.parametrize("args, message", [
@@ -257,7 +257,7 @@ def test_candidates_stop_at_steady_state_and_the_best_file_still_reproduces_the_
     result = twin.plan_budget("grpo-8b-disaggregated", {"run.steps": 12}, gpus=16, max_staleness=0, top=3,
                               workers=2)
     best = result.best
-    assert best.report["run"]["settled"]["simulated_steps"] < 12  # it stopped early ...
+    assert best.report.run["settled"]["simulated_steps"] < 12  # it stopped early ...
     path = tmp_path / "best.yaml"
     path.write_text(result.best_yaml())
     assert yaml.safe_load(path.read_text())["run"]["steady_tolerance"] == 0.01
@@ -277,8 +277,8 @@ def test_run_time_ranks_by_the_whole_drifting_run():
     times = [r["run_time_s"] for r in rows]
     assert times == sorted(times) and len(rows) > 1
     for r in result.ranked:  # a drifting run is simulated to its last step: the drift is in the total
-        assert "settled" not in r.report["run"] and r.report["run"]["steps"] == 6
-        assert r.to_dict()["run_time_s"] == r.report["run"]["total_s"]
+        assert "settled" not in r.report.run and r.report.run["steps"] == 6
+        assert r.to_dict()["run_time_s"] == r.report.run["total_s"]
     assert "run (h)" in result.render()
 
 

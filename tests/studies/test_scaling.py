@@ -9,7 +9,8 @@ import pytest
 
 import twin
 from twin import runner
-from twin.cli.main import main
+from twin.analysis.report import LinkRow, ReportData, Throughput
+from twin.cli import main
 from twin.studies.scaling import ScalePoint, ScaleResult, parse_gpus, scaled_overrides
 
 SMALL = {"run.steps": 3, "algorithm.prompts_per_step": 32}
@@ -50,10 +51,12 @@ def test_a_point_reproduces_twin_run_with_its_overrides(curve):
 
 
 def _fake(gpus: int, useful: float, link: str) -> ScalePoint:
-    report = {"throughput": {"useful_trajectories_per_hour": useful, "tokens_per_s": 1.0}, "step_time_s": 1.0,
-              "plan": {"mode": "disaggregated", "rollout_gpus": gpus // 2, "trainer_gpus": gpus // 2, "rollout_tp": 1},
-              "scenario": {"algorithm": {"staleness": 0, "partial_rollout": False}},
-              "bottleneck": [{"link": link, "critical_path_share": 0.5, "load": 0.5, "utilization": 0.5}]}
+    """A point with just the figures the curve reads (a report built without validating the rest)."""
+    report = ReportData.model_construct(
+        throughput=Throughput.model_construct(useful_trajectories_per_hour=useful, tokens_per_s=1.0), step_time_s=1.0,
+        plan={"mode": "disaggregated", "rollout_gpus": gpus // 2, "trainer_gpus": gpus // 2, "rollout_tp": 1},
+        scenario={"algorithm": {"staleness": 0, "partial_rollout": False}},
+        bottleneck=[LinkRow(link=link, critical_path_share=0.5, load=0.5, binds=True, saturated=False)])
     return ScalePoint(gpus, {}, report)
 
 
@@ -80,7 +83,7 @@ def test_a_fractional_staleness_renders():
     from twin.studies.scaling import _efficiencies
 
     point = _fake(16, 1600, "rollout")
-    point.report["scenario"]["algorithm"]["staleness"] = 0.5
+    point.report.scenario["algorithm"]["staleness"] = 0.5
     text = ScaleResult("x", False, 0.7, _efficiencies([point])).render()
     assert "  0.5 " in text
 
@@ -125,7 +128,7 @@ def test_replan_takes_the_planners_best_at_each_size():
     result = twin.scale("grpo-8b-disaggregated", SMALL, gpus=[8, 16], replan=True, max_staleness=0, workers=2)
     best16 = twin.plan_budget("grpo-8b-disaggregated", SMALL, gpus=16, max_staleness=0, top=1, workers=2).best
     assert result.points[1].overrides == best16.candidate.overrides
-    assert result.points[1].useful_trajectories_per_hour == best16.report["throughput"]["useful_trajectories_per_hour"]
+    assert result.points[1].useful_trajectories_per_hour == best16.report.useful_trajectories_per_hour
     assert result.replan and result.points[0].scaling_efficiency == 1.0
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import twin
 from twin import runner
-from twin.cli.main import main
+from twin.cli import main
 from twin.errors import InputError
 from twin.studies.sweeps import FIGURES
 

@@ -1,6 +1,7 @@
 import pytest
 
 import twin
+from twin.analysis.report import LinkRow
 from twin import runner
 from twin.errors import InputError
 from twin.studies import executors
@@ -109,7 +110,7 @@ def test_staleness_on_colocated_gpus_tries_splits_between_the_bounds_and_keeps_t
     row = next(r.to_dict() for r in sensitivity(report, ["staleness_plus1"], workers=1))
     base = s.scenario.model_dump(mode="json")
     reports = executors.simulate_many([apply_overrides(base, {**sp, "algorithm.staleness": 1}) for sp in splits], 1)
-    each = [-1.0 if isinstance(rep, InputError) else rep["throughput"]["useful_trajectories_per_hour"]
+    each = [-1.0 if isinstance(rep, InputError) else rep.useful_trajectories_per_hour
             for rep in reports]
     best = max(range(len(splits)), key=lambda k: each[k])
     assert row["useful_trajectories_per_hour"] == pytest.approx(each[best])
@@ -160,7 +161,7 @@ def test_noise_bands_re_simulate_only_the_rows_between_the_baselines_spread_and_
     asked = [same, "rollout_gpus_x2", "weight_sync_x2", "partial_rollout"]
     rows = {r.pressure.name: r for r in sensitivity(report, asked, workers=1)}
     base = report.plan.scenario.model_dump(mode="json")
-    useful = lambda rep: rep["throughput"]["useful_trajectories_per_hour"]  # noqa: E731
+    useful = lambda rep: rep.useful_trajectories_per_hour  # noqa: E731
     base_spread = spread([report.useful_trajectories_per_hour] + [useful(r) for r in executors.simulate_many(reseeded(base), 1)])
     assert base_spread > 0
 
@@ -198,7 +199,7 @@ def test_a_gain_within_noise_is_said_so_in_the_diagnosis_and_the_table():
     from twin.analysis.render import gain_text
     from twin.studies.verdict import diagnosis
 
-    bottleneck = [{"link": "weight_sync", "saturated": False, "utilization": 0.3, "critical_path_share": 0.4}]
+    bottleneck = [LinkRow(link="weight_sync", saturated=False, load=0.3, critical_path_share=0.4, binds=True)]
     rows = [{"pressure": "network_x2", "short": "faster links", "link": "weight_sync", "gain": 0.004,
              "noise": 0.01, "within_noise": True},
             {"pressure": "rollout_gpus_x2", "short": "more rollout GPUs", "link": "rollout", "gain": 0.2,

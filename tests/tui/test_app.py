@@ -10,13 +10,25 @@ import pytest
 
 pytest.importorskip("textual")
 
+from tui_helpers import (  # noqa: E402
+    SCENARIO,
+    SMALL,
+    app_test,
+    focused,
+    press_and_settle,
+    replay_recorded,
+    settle,
+    show_tab,
+    shown,
+    table_rows,
+    until,
+)
+
 import twin  # noqa: E402
 from tui.app import TwinApp  # noqa: E402
 from tui.figures import LINK_TITLE  # noqa: E402
 from tui.screens import ExportScreen, HelpScreen  # noqa: E402
 from tui.widgets.loop import NO_RUN  # noqa: E402
-from tui_helpers import (SCENARIO, SMALL, app_test, focused, press_and_settle, replay_recorded,  # noqa: E402
-                         settle, show_tab, shown, table_rows, until)
 
 SIZE = (80, 24)
 
@@ -40,7 +52,7 @@ async def test_verdict_tab_ranks_the_links(small_app):
     async with small_app.run_test(size=SIZE) as pilot:
         await press_and_settle(pilot, "enter")
         await show_tab(pilot, "3")
-        data = small_app.baseline.data
+        data = small_app.baseline.to_dict()
         rows = table_rows(small_app, "#verdict-links")
         assert [r[0].strip("► ").strip() for r in rows] == [LINK_TITLE[b["link"]] for b in data["bottleneck"]]
         assert rows[0][0].startswith("►")
@@ -77,10 +89,10 @@ async def test_whatif_edit_reruns_and_shows_the_new_figures_beside_the_baseline(
         assert small_app.focused.id == "whatif-placement-rollout-gpus"
         assert small_app.focused.value == "16"
         await press_and_settle(pilot, "8", "enter")  # the field's text is selected on focus: 8 replaces 16
-        assert small_app.whatif.data["scenario"]["placement"]["rollout"]["gpus"] == 8
+        assert small_app.whatif.to_dict()["scenario"]["placement"]["rollout"]["gpus"] == 8
         result = shown(small_app, "#whatif-result")
         step_line = next(line for line in result.splitlines() if line.startswith("step time"))
-        base, new = small_app.baseline.data["step_time_s"], small_app.whatif.data["step_time_s"]
+        base, new = small_app.baseline.to_dict()["step_time_s"], small_app.whatif.to_dict()["step_time_s"]
         assert f"{base:,.1f} s" in step_line and f"{new:,.1f} s" in step_line
         assert f"{(new - base) / base * 100:+.1f}%" in step_line
         gpus_line = next(line for line in result.splitlines() if line.startswith("GPUs"))
@@ -130,12 +142,12 @@ async def test_mode_and_response_cap_apply_to_a_scenario_with_defaults():
         await pilot.press("down", "enter")  # the option after colocated: disaggregated
         await until(pilot, lambda: str(app.query_one("#whatif-mode").value) == "disaggregated", "the mode")
         await press_and_settle(pilot, "r")
-        placement = app.whatif.data["plan"]
+        placement = app.whatif.to_dict()["plan"]
         assert placement["mode"] == "disaggregated"
         assert placement["rollout_gpus"] + placement["trainer_gpus"] <= 32
-        responses = app.whatif.data["scenario"]["workload"]["response_tokens"]
+        responses = app.whatif.to_dict()["scenario"]["workload"]["response_tokens"]
         assert responses["max"] == 8192
-        assert responses["kind"] == app.baseline.data["scenario"]["workload"]["response_tokens"]["kind"]
+        assert responses["kind"] == app.baseline.to_dict()["scenario"]["workload"]["response_tokens"]["kind"]
         assert "mode colocated→disaggregated" in shown(app, "#whatif-message")
 
 
@@ -190,7 +202,7 @@ async def test_compare_runs_two_scenarios_side_by_side(small_app):
         ra, rb = (twin.simulate(ref, **SMALL) for ref in (a, b))
         step_line = next(line for line in table.splitlines() if line.startswith("step time"))
         assert f"{ra.step_time_s:,.1f} s" in step_line and f"{rb.step_time_s:,.1f} s" in step_line
-        assert "model" in table and ra.data["scenario"]["model"]["name"] in table
+        assert "model" in table and ra.to_dict()["scenario"]["model"]["name"] in table
 
 
 @app_test
@@ -241,18 +253,23 @@ async def test_help_opens_on_question_mark_and_closes_on_escape(small_app):
 async def test_verdict_shows_marginal_gains_when_the_report_has_them(small_app):
     from tui_helpers import recorded
 
+    class Judged:  # a verdict as the report sees one (twin.runner.Judgement)
+        def gain_by_link(self):
+            return {}
+
+        def to_dict(self):
+            return {
+                "diagnosis": "rollout waits on its longest responses: async buys more than GPUs",
+                "sensitivity": [
+                    {"pressure": "staleness+1", "description": "one more step off-policy",
+                     "useful_trajectories_per_hour": 50_000.0, "gain": 0.4},
+                    {"pressure": "rollout_gpus×2", "description": "twice the engines",
+                     "useful_trajectories_per_hour": 40_000.0, "gain": 0.1},
+                ],
+            }
+
     def with_verdict(request, progress):
-        report = recorded("baseline")
-        report.data["verdict"] = {
-            "diagnosis": "rollout waits on its longest responses: async buys more than GPUs",
-            "sensitivity": [
-                {"pressure": "staleness+1", "description": "one more step off-policy",
-                 "useful_trajectories_per_hour": 50_000.0, "gain": 0.4},
-                {"pressure": "rollout_gpus×2", "description": "twice the engines",
-                 "useful_trajectories_per_hour": 40_000.0, "gain": 0.1},
-            ],
-        }
-        return report
+        return recorded("baseline").with_verdict(Judged())
 
     app = TwinApp(SCENARIO, dict(SMALL), simulate=with_verdict)
     async with app.run_test(size=SIZE) as pilot:
@@ -281,7 +298,7 @@ async def test_open_a_scenario_file_from_the_picker(tmp_path, monkeypatch):
         await until(pilot, lambda: "my-own-run" in shown(app, "#picker-params"), "the file's scenario")
         await focused(pilot, "#picker-list")  # back on the list, where enter runs the highlighted
         await press_and_settle(pilot, "enter")
-        assert app.baseline.data["scenario"]["name"] == "my-own-run"
+        assert app.baseline.to_dict()["scenario"]["name"] == "my-own-run"
 
 
 @app_test
@@ -396,7 +413,7 @@ async def test_a_scenario_already_simulated_is_not_simulated_again():
         assert len(simulated) == 3 and simulated[-1].overrides["placement.rollout.gpus"] == 8
         await press_and_settle(pilot, "enter")  # the same what-if again
         assert len(simulated) == 3
-        assert app.whatif.data["scenario"]["placement"]["rollout"]["gpus"] == 8
+        assert app.whatif.to_dict()["scenario"]["placement"]["rollout"]["gpus"] == 8
 
 
 @app_test

@@ -11,15 +11,16 @@ import pytest
 
 pytest.importorskip("textual")
 
-from twin.errors import InputError  # noqa: E402
-from twin.sim.timeline import Timeline  # noqa: E402
+from tui_helpers import recorded  # noqa: E402
+
 from tui import require_textual  # noqa: E402
 from tui.app import main  # noqa: E402
 from tui.export import export  # noqa: E402
 from tui.figures import compare, link_figures  # noqa: E402
 from tui.timeline import busy_fraction, dominant_activity  # noqa: E402
 from tui.widgets.whatif import FormError, form_overrides, scenario_overrides  # noqa: E402
-from tui_helpers import recorded  # noqa: E402
+from twin.errors import InputError  # noqa: E402
+from twin.sim.timeline import Timeline  # noqa: E402
 
 
 def spans_of(*items, units: float = 1.0):
@@ -90,7 +91,7 @@ def test_a_response_cap_carries_its_whole_distribution():
 
 
 def test_compare_marks_direction_by_what_is_better():
-    base, other = recorded("baseline").data, recorded("whatif-rollout-8").data
+    base, other = recorded("baseline").to_dict(), recorded("whatif-rollout-8").to_dict()
     rows = {r.label: r for r in compare(base, other)}
     slower = other["step_time_s"] > base["step_time_s"]
     assert rows["step time"].verdict == ("worse" if slower else "better")
@@ -133,7 +134,7 @@ def test_a_change_within_noise_is_marked_the_same():
 def test_comparison_columns_take_the_width_they_are_given():
     from tui.widgets.compare import comparison_markup, parameters_markup
 
-    base = recorded("baseline").data
+    base = recorded("baseline").to_dict()
     rows = compare(base, base)
     wide = comparison_markup(rows, "baseline", "what-if", width=120)
     assert "…" not in wide and max(map(len, wide.splitlines())) < 60
@@ -147,7 +148,7 @@ def test_comparison_columns_take_the_width_they_are_given():
 
 
 def test_loop_links_follow_the_loop_and_mark_one_binding_link():
-    data = recorded("baseline").data
+    data = recorded("baseline").to_dict()
     figures = link_figures(data)
     assert [f.link for f in figures] == ["rollout", "reward", "optimization", "weight_sync"]
     assert [f.link for f in figures if f.binding] == [data["bottleneck"][0]["link"]]
@@ -178,4 +179,4 @@ def test_export_builds_both_files_before_writing_either(tmp_path):
         export(report, str(tmp_path / "r.json"), str(tmp_path / "folder"))
     assert not (tmp_path / "r.json").exists()
     assert export(report, str(tmp_path / "r.json"), "") == [str(tmp_path / "r.json")]
-    assert json.loads((tmp_path / "r.json").read_text()) == report.data
+    assert json.loads((tmp_path / "r.json").read_text()) == report.to_dict()

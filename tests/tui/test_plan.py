@@ -9,10 +9,11 @@ import pytest
 pytest.importorskip("textual")
 pytest.importorskip("textual_plotext")
 
+from tui_helpers import SMALL, app_test, focused, press_and_settle, shown, tab_ready, table_rows, until  # noqa: E402
+
 from tui.app import TwinApp  # noqa: E402
 from tui.jobs import curve_budgets, run_plan  # noqa: E402
 from tui.widgets.plan import PlanFormError, curve_text, parse_form  # noqa: E402
-from tui_helpers import SMALL, app_test, focused, press_and_settle, shown, table_rows, tab_ready, until  # noqa: E402
 
 # A 1.5B model on 2 GPUs: a handful of candidates, 2 small steps each, the top 3 re-seeded.
 PLANNED = "grpo-1.5b-async"
@@ -60,7 +61,7 @@ async def test_plan_tab_ranks_candidates_plots_the_curve_and_opens_a_row_in_the_
         await focused(pilot, "#plan-table")  # enter on a row opens that candidate
         await press_and_settle(pilot, "down", "enter")
         assert app.active_tab == "loop"
-        opened = app.baseline.data
+        opened = app.baseline.to_dict()
         second = ranked[1]
         assert opened["scenario"]["placement"]["mode"] == second["mode"]
         assert opened["step_time_s"] == pytest.approx(second["step_time_s"])

@@ -22,6 +22,7 @@ SCENARIO = "grpo-8b-disaggregated"
 
 def recorded(name: str):
     """A stored run (see fixtures/record.py) as a ``twin.api.Report``."""
+    from twin.analysis.report import ReportData
     from twin.runner import Report
     from twin.sim.result import SimResult
     from twin.sim.timeline import Spans
@@ -33,7 +34,8 @@ def recorded(name: str):
                   resource=np.array(s["resource"], np.int64), activity=np.array(s["activity"], np.int64),
                   start=np.array(s["start"]), end=np.array(s["end"]), step=np.array(s["step"], np.int64))
     # The TUI reads the report and the spans only; the scenario object is not needed.
-    return Report(raw["data"], None, SimResult(plan=None, spans=spans, steps=[], gpus=raw["data"]["gpus"]))
+    return Report(ReportData.model_validate(raw["data"]), None,
+                  SimResult(plan=None, spans=spans, steps=[], gpus=raw["data"]["gpus"]))
 
 
 def replay_recorded(request, progress=None):

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from twin.cli.main import main
+from twin.cli import main
 from twin.errors import InputError
 from twin.validation.validate import case_files, load_source, metric, render, validate_source
 

@@ -41,8 +41,8 @@ def parse_form(gpus: str, staleness: str) -> tuple[int, int]:
 
 def candidate_row(d: dict[str, Any]) -> tuple[str, ...]:
     """A ranked candidate (``Ranked.to_dict()``) as the table's cells."""
-    util = d["binding_utilization"]
-    link = f"{d['binding_link']} ({util * 100:.0f}%)" if util is not None else str(d["binding_link"])
+    load = d["binding_load"]
+    link = f"{d['binding_link']} ({load * 100:.0f}%)" if load is not None else str(d["binding_link"])
     mode = d["mode"] + ("+partial" if d["partial_rollout"] else "")
     shared = MODES[d["mode"]].shares_gpus
     return (str(d["rank"]), mode, str(d["rollout_gpus"]), "shared" if shared else str(d["trainer_gpus"]),

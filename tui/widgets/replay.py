@@ -7,7 +7,6 @@ row each, shaded by how busy it was and coloured by the activity that kept it bu
 
 from __future__ import annotations
 
-
 import numpy as np
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -53,19 +52,19 @@ class UtilisationChart(Widget):
         return len(self._roles) + 2
 
     def render(self) -> Content:
-        spans, steps = self.report.result.spans, self.report.data["steps"]
-        t0, t1 = steps[0]["start_s"], steps[-1]["end_s"]
+        spans, steps = self.report.result.spans, self.report.steps
+        t0, t1 = steps[0].start_s, steps[-1].end_s
         n = max(8, self.size.width - LABEL - 6)
         edges = bucket_edges(t0, t1, n)
         lines = []
         for role, ids in self._roles.items():
             frac = busy_fraction(spans, ids, edges)
-            mean = self.report.data["utilization"].get(role, float(frac.mean()))
+            mean = self.report.utilization.get(role, float(frac.mean()))
             lines.append(f"{escape(role):{LABEL}s}[$accent]{spark(frac)}[/] {mean * 100:3.0f}%")
         s = steps[self.step]
-        lo, hi = np.searchsorted(edges, s["start_s"], side="right") - 1, np.searchsorted(edges, s["end_s"])
+        lo, hi = np.searchsorted(edges, s.start_s, side="right") - 1, np.searchsorted(edges, s.end_s)
         lo, hi = max(0, int(lo)), max(int(lo) + 1, min(n, int(hi)))
-        lines.append(f"{'step ' + str(s['step'] + 1):{LABEL}s}{' ' * lo}[b $warning]{'▔' * (hi - lo)}[/]")
+        lines.append(f"{'step ' + str(s.step + 1):{LABEL}s}{' ' * lo}[b $warning]{'▔' * (hi - lo)}[/]")
         right = f"{t1:,.0f} s"
         lines.append(f"[$text-muted]{'':{LABEL}s}{'0 s':<{n - len(right)}s}{right}[/]")
         return Content.from_markup("\n".join(lines))
@@ -86,9 +85,9 @@ class StepTimeline(Widget):
 
     def render(self) -> Content:
         spans = self.report.result.spans
-        s = self.report.data["steps"][self.step]
+        s = self.report.steps[self.step]
         n = max(8, self.size.width - NAME)
-        edges = bucket_edges(s["start_s"], s["end_s"], n)
+        edges = bucket_edges(s.start_s, s.end_s, n)
         colour = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(spans.activities)}
         seen: dict[str, None] = {}
         lines = []
@@ -103,8 +102,8 @@ class StepTimeline(Widget):
                     seen[activity] = None
                     cells.append(f"[{colour[activity]}]{shade(f)}[/]")
             lines.append(f"{escape(name[:NAME - 1]):{NAME}s}" + "".join(cells))
-        right = f"{s['end_s']:,.1f} s"
-        left = f"{s['start_s']:,.1f} s"
+        right = f"{s.end_s:,.1f} s"
+        left = f"{s.start_s:,.1f} s"
         lines.append(f"[$text-muted]{'':{NAME}s}{left:<{n - len(right)}s}{right}[/]")
         legend = "   ".join(f"[{colour[a]}]█[/] {escape(a)}" for a in seen) or "[$text-muted]all idle[/]"
         lines.append(f"{'':{NAME}s}{legend}")
@@ -137,7 +136,7 @@ class ReplayView(VerticalScroll):
         """Replace the charts with those of ``report`` (a ``twin.api.Report``) or clear them."""
         self.report, self.step = report, 0
         await self.query("UtilisationChart, StepTimeline, #replay-title").remove()
-        if report is None or not report.data["steps"]:
+        if report is None or not report.steps:
             self._header()
             return
         await self.mount(UtilisationChart(report), Static(id="replay-title"), StepTimeline(report))
@@ -152,23 +151,23 @@ class ReplayView(VerticalScroll):
         if self.report is None:
             header.update(NO_RUN)
             return
-        steps = self.report.data["steps"]
+        steps = self.report.steps
         s = steps[self.step]
         phases = ""  # the longest phases first, as many as one line holds
-        for k, v in sorted(s["phases"].items(), key=lambda kv: -kv[1]):
+        for k, v in sorted(s.phases.items(), key=lambda kv: -kv[1]):
             item = f"{k} {v:,.1f} s"
             if len(phases) + len(item) + 3 > max(40, self.size.width - 2):
                 phases += " · …"
                 break
             phases = f"{phases} · {item}" if phases else item
         header.update(
-            f"[b]Step {s['step'] + 1}/{len(steps)}[/]  {s['end_s'] - s['start_s']:,.1f} s, "
-            f"{s['trajectories']:,} trajectories, staleness ≤ {s['max_staleness']}  "
+            f"[b]Step {s.step + 1}/{len(steps)}[/]  {s.end_s - s.start_s:,.1f} s, "
+            f"{s.trajectories:,} trajectories, staleness ≤ {s.max_staleness}  "
             f"[$text-muted]←/→ step[/]\n[$text-muted]{escape(phases)}[/]")
         spans = self.report.result.spans
         note = " (first spans only: the run kept a capped detail)" if spans.truncated else ""
         self.query_one("#replay-title", Static).update(
-            f"[b]What each resource did in step {s['step'] + 1}[/]{note}")
+            f"[b]What each resource did in step {s.step + 1}[/]{note}")
         for widget in self.query("UtilisationChart, StepTimeline"):
             widget.step = self.step
 
@@ -179,10 +178,10 @@ class ReplayView(VerticalScroll):
         self._go(0)
 
     def action_last(self) -> None:
-        self._go(len(self.report.data["steps"]) - 1 if self.report else 0)
+        self._go(len(self.report.steps) - 1 if self.report else 0)
 
     def _go(self, step: int) -> None:
         if self.report is None:
             return
-        self.step = max(0, min(len(self.report.data["steps"]) - 1, step))
+        self.step = max(0, min(len(self.report.steps) - 1, step))
         self._header()

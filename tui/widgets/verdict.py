@@ -60,7 +60,7 @@ class VerdictView(VerticalScroll):
         for i, row in enumerate(data["bottleneck"]):
             name = LINK_TITLE.get(row["link"], row["link"])
             links.add_row("► " + name if i == 0 else "  " + name, pct(row["critical_path_share"]),
-                          pct(row["utilization"]), link_state(row))
+                          pct(row["load"]), link_state(row))
         links.display = True
         rows = marginal_gains(data)
         if rows:

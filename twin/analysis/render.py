@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from twin.analysis.report import LinkRow, ReportData
 from twin.analysis.run import change_text
 
 BAR = 30
@@ -14,58 +15,57 @@ def _bar(fraction: float) -> str:
     return "█" * n + "·" * (BAR - n)
 
 
-def verdict_line(report: dict[str, Any]) -> str:
-    rows = report["bottleneck"]
-    if not rows:
+def verdict_line(bottleneck: list[LinkRow]) -> str:
+    """The binding link in one sentence, for a report without a verdict."""
+    if not bottleneck:
         return "No link held the trainer up."
-    top = rows[0]
-    share = top["critical_path_share"] * 100
-    load = top["utilization"]
-    load_text = f"at {load * 100:.0f}% load" if load is not None else "no resource of its own"
-    state = ("binds and is saturated: more of it buys experience" if top["saturated"]
+    top = bottleneck[0]
+    load_text = f"at {top.load * 100:.0f}% load" if top.load is not None else "no resource of its own"
+    state = ("binds and is saturated: more of it buys experience" if top.saturated
              else "binds but is not saturated: it waits more than it works (twin whatif says what more of it buys)")
-    return f"{top['link']} {state} — {share:.0f}% of the critical path, {load_text}."
+    return f"{top.link} {state} — {top.critical_path_share * 100:.0f}% of the critical path, {load_text}."
 
 
-def render_run(report: dict[str, Any]) -> str:
-    sc = report["scenario"]
+def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str:
+    """``twin run``'s text: the step, where it goes, each link's share and load, what each
+    pressure buys (``verdict``: the report's verdict section), and what the figures assumed."""
+    sc = report.scenario
     c, p, a = sc["cluster"], sc["placement"], sc["algorithm"]
-    th = report["throughput"]
+    th = report.throughput
     lines = [
         f"Scenario {sc['name']}: {p['mode']}, {c['nodes']}×{c['gpus_per_node']} {c['gpu'].split(' ')[0]}, "
         f"{sc['model']['name']}, {a['prompts_per_step']}×{a['responses_per_prompt']} trajectories per step, "
-        f"{len(report['steps'])} steps ({report['simulated_s'] / 3600:.2f} h simulated)",
+        f"{len(report.steps)} steps ({report.simulated_s / 3600:.2f} h simulated)",
         "",
-        f"Step time {report['step_time_s']:.1f} s   {th['tokens_per_s']:,.0f} tokens/s "
-        f"({th['tokens_per_s_per_gpu']:,.0f} per GPU)   {th['trajectories_per_hour']:,.0f} trajectories/h",
+        f"Step time {report.step_time_s:.1f} s   {th.tokens_per_s:,.0f} tokens/s "
+        f"({th.tokens_per_s_per_gpu:,.0f} per GPU)   {th.trajectories_per_hour:,.0f} trajectories/h",
     ]
     lines += run_lines(report)
     lines += [
         "",
         "Where a step goes (mean seconds per step)",
     ]
-    step = report["step_time_s"] or 1.0
-    for phase, sec in sorted(report["breakdown"].items(), key=lambda kv: -kv[1]):
+    step = report.step_time_s or 1.0
+    for phase, sec in sorted(report.breakdown.items(), key=lambda kv: -kv[1]):
         lines.append(f"  {phase:14s} {sec:10.2f}  {_bar(sec / step)}")
     lines += ["", f"  {'link':14s} {'critical path':>13s} {'load':>12s}"]
-    for i, row in enumerate(report["bottleneck"]):
-        load = f"{row['utilization'] * 100:11.0f}%" if row["utilization"] is not None else f"{'—':>12s}"
-        flag = ("  binds, saturated" if row["saturated"] else "  binds") if row["binds"] else ""
-        flag += "  ← the binding link" if i == 0 and row["binds"] else ""
-        lines.append(f"  {row['link']:14s} {row['critical_path_share'] * 100:12.0f}% {load}{flag}")
+    for i, row in enumerate(report.bottleneck):
+        load = f"{row.load * 100:11.0f}%" if row.load is not None else f"{'—':>12s}"
+        flag = ("  binds, saturated" if row.saturated else "  binds") if row.binds else ""
+        flag += "  ← the binding link" if i == 0 and row.binds else ""
+        lines.append(f"  {row.link:14s} {row.critical_path_share * 100:12.0f}% {load}{flag}")
     lines.append("  (binds: on the critical path for 5% of the step or more; saturated: binds at 85% load or")
     lines.append("   more; load: the share of its capacity a link used while it held its GPUs)")
-    spread = report.get("rollout_engine_utilization")
+    spread = report.rollout_engine_utilization
     if spread:
         lines.append(f"  (rollout engines: {spread['min'] * 100:.0f}–{spread['max'] * 100:.0f}% busy, "
                      f"mean {spread['mean'] * 100:.0f}%)")
-    counters = report["counters"]
+    counters = report.counters
     if counters.get("preemptions"):
         lines.append(f"  KV cache full: {counters['preemptions']:,.0f} preemptions, "
                      f"{counters['wasted_tokens']:,.0f} tokens recomputed")
-    for reason, count in report["dropped"].items():
+    for reason, count in report.dropped.items():
         lines.append(f"  dropped {count:,} trajectories: {reason}")
-    verdict = report.get("verdict")
     if verdict:
         bands = [r["noise"] for r in verdict["marginal_gains"] if r.get("noise") is not None]
         least = min(bands) if bands else None  # the baseline's own spread: every row's band at least
@@ -80,18 +80,18 @@ def render_run(report: dict[str, Any]) -> str:
                          f"{pressure_note(row, verdict['marginal_gains'])}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
-        lines += ["", "Verdict: " + verdict_line(report)]
-    if report.get("assumptions"):
+        lines += ["", "Verdict: " + verdict_line(report.bottleneck)]
+    if report.assumptions:
         lines += ["", "Assumed (what moves these figures most; change any with --set):"]
-        for a in report["assumptions"]:
+        for a in report.assumptions:
             lines.append(f"  {a['field']} = {a['value']}: {a['note']}")
     return "\n".join(lines)
 
 
-def run_lines(report: dict[str, Any]) -> list[str]:
+def run_lines(report: ReportData) -> list[str]:
     """The whole run: its total time against run.steps × the first step, per schedule window,
     where the binding link changes, and the time to --until's targets (none for one step)."""
-    run = report.get("run")
+    run = report.run
     lines: list[str] = []
     if run and run["steps"] > 1:
         lines += ["", f"Whole run: {run['steps']} steps in {_hours(run['total_s'])} "
@@ -102,14 +102,14 @@ def run_lines(report: dict[str, Any]) -> list[str]:
             lines.append(f"  stopped at steady state after {st['simulated_steps']} of {st['of_steps']} steps "
                          f"(run.steady_tolerance {st['tolerance']:g}); all {st['of_steps']} at the steady "
                          f"step time: ~{_hours(st['estimated_total_s'])}")
-        if report["scenario"]["workload"].get("schedule"):
+        if report.scenario["workload"].get("schedule"):
             lines.append(f"  {'steps':>11s} {'step s':>8s} {'mean response':>14s}  binding link")
             for w in run["windows"]:
                 lines.append(f"  {w['from_step']:>5d}-{w['to_step']:<5d} {w['step_s']:8.1f} "
                              f"{w['mean_response_tokens']:14,.0f}  {w['binding_link']}")
         for change in run["binding_changes"]:
             lines.append("  " + change_text(change))
-    for t in report.get("time_to", []):
+    for t in report.time_to or []:
         target = f"{t['target']:,.0f} {t['what']}"
         if t["training_step"] is None:
             lines.append(f"  {target}: never (the last step trained on none)")

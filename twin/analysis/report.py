@@ -1,7 +1,12 @@
-"""A simulation result → the JSON report of the DESIGN contract (plain, sorted, rounded data).
+"""A simulation result → the report of the DESIGN contract: a typed object whose JSON is its
+serialisation (:class:`ReportData`; plain, sorted, rounded data).
 
-Rounding to a fixed number of significant digits keeps the report byte-identical across
-platforms for the same scenario and seed.
+Every reader — the CLI's text, the verdict, the planner, the scaling curve, the sweep, the TUI —
+reads the typed figures (``report.throughput.useful_trajectories_per_hour``,
+``report.bottleneck[0].link``); one name per figure: a link's **load** (the share of its
+capacity it used while it held its GPUs) in the bottleneck rows, a resource's **busy** share
+in ``utilization``. Rounding to a fixed number of significant digits keeps the report
+byte-identical across platforms for the same scenario and seed.
 """
 
 from __future__ import annotations
@@ -9,13 +14,105 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from twin.analysis import metrics
 from twin.analysis import run as whole_run
 from twin.analysis.assumptions import assumptions
 from twin.config.scenario import resolved_dict
-from twin.cost.memory import GiB, memory_report
 from twin.config.warnings import warnings
+from twin.cost.memory import GiB, memory_report
 from twin.sim.result import SimResult
+
+
+class _Section(BaseModel):
+    # Frozen: a report is never changed after it is made. Extra keys are ignored so that a
+    # report written by an older version (or with sections added later) still reads.
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class LinkRow(_Section):
+    """One link of the loop in the bottleneck table (:func:`bottleneck_table`)."""
+
+    link: str
+    critical_path_share: float
+    load: float | None = Field(description="Share of its capacity the link used while it held its GPUs; "
+                                           "None for a link with no resource of its own.")
+    binds: bool
+    saturated: bool
+
+
+class Throughput(_Section):
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    generated_tokens_per_s: float
+    trajectories_per_hour: float
+    useful_trajectories_per_hour: float
+
+
+class RoleMemory(_Section):
+    used_gib: float
+    capacity_gib: float
+    headroom_gib: float
+    fits: bool
+
+
+class StepRow(_Section):
+    step: int
+    start_s: float
+    end_s: float
+    trajectories: int
+    max_staleness: int
+    phases: dict[str, float]
+    step_s: float
+    generated_tokens: float
+    mean_response_tokens: float
+    binding_link: str | None
+
+
+class ReportData(_Section):
+    """The report of one simulation (no verdict: :class:`twin.runner.Report` adds it)."""
+
+    step_time_s: float
+    breakdown: dict[str, float]
+    utilization: dict[str, float] = Field(description="Busy share of each resource over the run.")
+    rollout_engine_utilization: dict[str, float]
+    throughput: Throughput
+    bottleneck: list[LinkRow]
+    critical_path_share: dict[str, float]
+    memory: dict[str, RoleMemory]
+    steps: list[StepRow]
+    run: dict[str, Any]
+    counters: dict[str, float]
+    dropped: dict[str, int]
+    gpus: dict[str, int]
+    simulated_s: float
+    scenario: dict[str, Any]
+    plan: dict[str, Any]
+    warnings: list[str]
+    assumptions: list[dict[str, Any]]
+    time_to: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    @property
+    def binding(self) -> LinkRow | None:
+        """The link with the largest share of the critical path."""
+        return self.bottleneck[0] if self.bottleneck else None
+
+    @property
+    def binding_link(self) -> str | None:
+        return self.bottleneck[0].link if self.bottleneck else None
+
+    @property
+    def useful_trajectories_per_hour(self) -> float:
+        return self.throughput.useful_trajectories_per_hour
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(self.gpus.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (the JSON's content)."""
+        return self.model_dump(mode="json")
 
 
 def _r(x: float, digits: int = 6) -> float:
@@ -28,7 +125,7 @@ def _rd(d: dict[str, float]) -> dict[str, float]:
     return {k: _r(v) for k, v in d.items()}
 
 
-def bottleneck_table(result: SimResult, util: dict[str, float]) -> list[dict[str, Any]]:
+def bottleneck_table(result: SimResult, util: dict[str, float]) -> list[LinkRow]:
     """Links ranked by their share of the critical path, with the load behind them.
 
     The words, used the same way in the CLI, the TUI and the JSON:
@@ -38,7 +135,7 @@ def bottleneck_table(result: SimResult, util: dict[str, float]) -> list[dict[str
       one with the largest share;
     * **load**: the share of the link's capacity it used while it held its GPUs (rollout:
       tokens generated against the engines' full-batch rate); not the same as a resource's
-      **busy** fraction (``utilization`` at the report's top level: busy time over the run);
+      **busy** share (``utilization`` at the report's top level: busy time over the run);
     * **saturated**: binds at a load of at least ``metrics.SATURATED`` — more of it buys
       experience; binding but not saturated, the link waits more than it works, and only the
       marginal gain (the verdict) says what more of it would buy.
@@ -48,27 +145,22 @@ def bottleneck_table(result: SimResult, util: dict[str, float]) -> list[dict[str
     rows = []
     for link, share in shares.items():
         u = link_util.get(link)
-        rows.append({
-            "link": link,
-            "critical_path_share": _r(share),
-            "load": _r(u) if u is not None else None,
-            "utilization": _r(u) if u is not None else None,  # the same figure: its name before 'load'
-            "binds": bool(share >= 0.05),
-            "saturated": bool(u is not None and u >= metrics.SATURATED and share >= 0.05),
-        })
+        rows.append(LinkRow(link=link, critical_path_share=_r(share), load=_r(u) if u is not None else None,
+                            binds=bool(share >= 0.05),
+                            saturated=bool(u is not None and u >= metrics.SATURATED and share >= 0.05)))
     return rows
 
 
-def _rounded(x):
+def rounded(x):
     """Numbers in nested data rounded as :func:`_r` does."""
     if isinstance(x, dict):
-        return {k: _rounded(v) for k, v in x.items()}
+        return {k: rounded(v) for k, v in x.items()}
     if isinstance(x, list):
-        return [_rounded(v) for v in x]
+        return [rounded(v) for v in x]
     return _r(x) if isinstance(x, float) else x
 
 
-def build_report(result: SimResult) -> dict[str, Any]:
+def build_report(result: SimResult) -> ReportData:
     util = metrics.utilization(result)
     figures = whole_run.step_figures(result)
     memory = {
@@ -76,7 +168,7 @@ def build_report(result: SimResult) -> dict[str, Any]:
                  "headroom_gib": _r(m.headroom_bytes / GiB), "fits": m.fits}
         for m in memory_report(result.plan)
     }
-    return {
+    return ReportData.model_validate({
         "step_time_s": _r(metrics.step_time(result)),
         "breakdown": _rd(metrics.breakdown(result)),
         "utilization": _rd({k: v for k, v in util.items() if not k.startswith("rollout/engine-")}),
@@ -92,7 +184,7 @@ def build_report(result: SimResult) -> dict[str, Any]:
              "binding_link": f["binding_link"]}
             for r, f in zip(result.steps, figures)
         ],
-        "run": _rounded(whole_run.run_summary(result)),
+        "run": rounded(whole_run.run_summary(result)),
         "counters": _rd(result.counters),
         "dropped": dict(sorted(result.dropped.items())),
         "gpus": dict(result.gpus),
@@ -101,4 +193,4 @@ def build_report(result: SimResult) -> dict[str, Any]:
         "plan": result.plan.summary(),
         "warnings": warnings(result.plan),
         "assumptions": assumptions(result.plan),
-    }
+    })

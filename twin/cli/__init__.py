@@ -1,5 +1,5 @@
 """The ``twin`` command: one module per command family, :func:`main` the entry point."""
 
-from twin.cli.main import main
+from twin.cli.entry import main
 
 __all__ = ["main"]

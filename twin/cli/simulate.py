@@ -89,7 +89,7 @@ def _run(args) -> int:
         with count_printer("verdict: re-simulating each pressure") as counted:
             report = report.with_verdict(judge(report, progress=counted, noise=not args.no_noise))
     trace = json.dumps(report.chrome_trace()) if args.trace else None
-    emit(outputs, {"--json": report.to_json(), "--trace": trace}, lambda: render_run(report.to_dict()))
+    emit(outputs, {"--json": report.to_json(), "--trace": trace}, lambda: render_run(report.data, report.to_dict().get("verdict")))
     return 0
 
 
@@ -141,7 +141,7 @@ def _whatif(args) -> int:
         print(f"note: {plan.run.steps} steps simulated; rates are measured over the steps after "
               "the first (which fills pipelines and queues), so few steps give noisy gains (use "
               "run.steps >= 5)", file=sys.stderr)
-    baseline = {"step_time_s": base.step_time_s, "throughput": base.throughput, "gpus": base.gpus}
+    baseline = {"step_time_s": base.step_time_s, "throughput": base.throughput.model_dump(), "gpus": base.gpus}
     text = json.dumps({"baseline": baseline, "pressures": rows}, indent=2, sort_keys=True) + "\n"
     emit(outputs, {"--json": text}, lambda: _whatif_table(plan, base, rows, asked, tried))
     return 0

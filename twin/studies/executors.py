@@ -25,7 +25,10 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from twin import runner
+from twin.analysis.report import ReportData
 from twin.errors import InputError
 
 EXECUTORS = ("local", "ray")
@@ -48,12 +51,12 @@ class Executor:
 
     name = "executor"
 
-    def imap(self, scenarios: Sequence[dict]) -> Iterator[tuple[int, dict | InputError]]:
-        """(index, report data or the InputError) for each scenario, as they finish."""
+    def imap(self, scenarios: Sequence[dict]) -> Iterator[tuple[int, ReportData | InputError]]:
+        """(index, report or the InputError) for each scenario, as they finish."""
         raise NotImplementedError
 
     def map(self, scenarios: Sequence[dict], progress: Tick | None = None,
-            on_result: Callable[[int, dict | InputError], None] | None = None) -> list[dict | InputError]:
+            on_result: Callable[[int, ReportData | InputError], None] | None = None) -> list[ReportData | InputError]:
         """Report data (or the InputError) for each scenario, in the order given, whatever
         order they finish in. ``on_result(index, result)`` and ``progress(done, total)`` are
         called as each one finishes."""
@@ -146,7 +149,7 @@ class RayExecutor(Executor):
 
 
 def simulate_many(scenarios: Sequence[dict], workers: int | None = None, progress: Tick | None = None,
-                  executor: str | Executor | None = "local") -> list[dict | InputError]:
+                  executor: str | Executor | None = "local") -> list[ReportData | InputError]:
     """Report data (or the InputError) for each scenario, in order, on ``executor`` (a name:
     one made for this batch and closed after it; an :class:`Executor`: used as it is)."""
     ex = make(executor, workers=workers)
@@ -259,16 +262,16 @@ class Journal:
         for line in lines[1:]:
             try:
                 entry = json.loads(line)
-                self.done[entry["key"]] = entry["report"]
-            except (json.JSONDecodeError, KeyError, TypeError):
-                continue  # the line a kill tore: simulated again
+                self.done[entry["key"]] = ReportData.model_validate(entry["report"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
+                continue  # the line a kill tore (or a damaged report): simulated again
 
-    def get(self, key: str) -> dict | None:
+    def get(self, key: str) -> ReportData | None:
         return self.done.get(key)
 
-    def add(self, key: str, report: dict) -> None:
+    def add(self, key: str, report: ReportData) -> None:
         self.done[key] = report
-        self._file.write(json.dumps({"key": key, "report": report}, sort_keys=True) + "\n")
+        self._file.write(json.dumps({"key": key, "report": report.to_dict()}, sort_keys=True) + "\n")
         self._file.flush()
 
     def close(self) -> None:

@@ -69,14 +69,14 @@ def extrapolate_run(plan: Plan, sample_steps: int, progress: Callable[[int, int]
     for i, ((a, b), report) in enumerate(zip(parts, reports)):
         if isinstance(report, InputError):
             raise report
-        steps, step_s = report["steps"], report["step_time_s"]
+        steps, step_s = report.steps, report.step_time_s
         if i == 0:
-            total += steps[0]["end_s"] + (b - a) * step_s  # the pipeline fill, then the steady state
+            total += steps[0].end_s + (b - a) * step_s  # the pipeline fill, then the steady state
         else:
             total += (b - a + 1) * step_s
         rows.append({"from_step": a, "to_step": b, "at_step": (a + b) // 2, "simulated_steps": len(steps),
-                     "step_s": step_s, "binding_link": report["bottleneck"][0]["link"] if report["bottleneck"] else None,
-                     "mean_response_tokens": sum(s["mean_response_tokens"] for s in steps[1:] or steps)
+                     "step_s": step_s, "binding_link": report.binding_link,
+                     "mean_response_tokens": sum(s.mean_response_tokens for s in steps[1:] or steps)
                      / len(steps[1:] or steps)})
     changes = [{"training_step": cur["from_step"], "link": cur["binding_link"], "previous": prev["binding_link"],
                 "mean_response_tokens": cur["mean_response_tokens"]}

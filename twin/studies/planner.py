@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin import runner
+from twin.analysis.report import LinkRow, ReportData
 from twin.config.modes import MODES
 from twin.config.overrides import apply_overrides, parse_overrides, split_top_level
 from twin.config.plan import resolve
@@ -245,7 +246,7 @@ class Ranked:
 
     rank: int
     candidate: Candidate
-    report: dict = field(repr=False)
+    report: ReportData = field(repr=False)
     score: float
     objective: str
     cost: float | None = None
@@ -253,12 +254,11 @@ class Ranked:
 
     @property
     def plan(self) -> dict:
-        return self.report["plan"]
+        return self.report.plan
 
     @property
-    def binding(self) -> dict | None:
-        rows = self.report["bottleneck"]
-        return rows[0] if rows else None
+    def binding(self) -> LinkRow | None:
+        return self.report.binding
 
     @property
     def placement_words(self) -> str:
@@ -279,13 +279,13 @@ class Ranked:
             "engine_tp": plan["rollout_tp"],
             "staleness": self.candidate.staleness,
             "partial_rollout": self.candidate.partial_rollout,
-            "step_time_s": self.report["step_time_s"],
-            "useful_trajectories_per_hour": self.report["throughput"]["useful_trajectories_per_hour"],
-            "tokens_per_s": self.report["throughput"]["tokens_per_s"],
+            "step_time_s": self.report.step_time_s,
+            "useful_trajectories_per_hour": self.report.throughput.useful_trajectories_per_hour,
+            "tokens_per_s": self.report.throughput.tokens_per_s,
             "run_time_s": run_time_s(self.report),
-            "binding_link": binding["link"] if binding else None,
-            "binding_utilization": binding["utilization"] if binding else None,
-            "binding_critical_path_share": binding["critical_path_share"] if binding else None,
+            "binding_link": binding.link if binding else None,
+            "binding_load": binding.load if binding else None,
+            "binding_critical_path_share": binding.critical_path_share if binding else None,
             "noise": self.noise,
         }
         if self.objective == "cost":
@@ -357,8 +357,8 @@ class PlanResult:
         head = [f"# twin plan: the best of {self.evaluated} candidates for {self.budget_gpus} GPUs "
                 f"by {self.objective} (rank 1 of the table)",
                 f"# {best.placement_words}: "
-                f"step {best.report['step_time_s']:.1f} s, "
-                f"{best.report['throughput']['useful_trajectories_per_hour']:,.0f} useful trajectories/h",
+                f"step {best.report.step_time_s:.1f} s, "
+                f"{best.report.useful_trajectories_per_hour:,.0f} useful trajectories/h",
                 "# set by the planner:"]
         head += [f"#   {k}={json.dumps(v)}" for k, v in best.candidate.overrides.items()]
         head += [f"#   run.steady_tolerance={self.best_scenario['run']['steady_tolerance']} (as every candidate "
@@ -391,13 +391,12 @@ class PlanResult:
         header = (f"{'rank':>4s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} "
                   f"{'step (s)':>9s} {'useful/h':>11s} {'tokens/s':>10s}"
                   + (f" {unit + '/1k':>9s}" if cost else "") + (f" {'run (h)':>8s}" if timed else "")
-                  + f"  {'binding link (util)':22s} {'noise':>6s}")
+                  + f"  {'binding link (share, load)':32s} {'noise':>6s}")
         header += "".join(f"  {p}" for p in vary)
         lines.append(header)
         for r in rows:
             d = r.to_dict()
-            util = d["binding_utilization"]
-            link = f"{d['binding_link']} ({util * 100:.0f}%)" if util is not None else str(d["binding_link"])
+            link = _binding_words(d)
             shared = MODES[d["mode"]].shares_gpus
             line = (f"{d['rank']:4d}  {r.candidate.label:15s} {d['rollout_gpus']:7d} "
                     f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} "
@@ -408,7 +407,7 @@ class PlanResult:
             if timed:
                 line += f" {d['run_time_s'] / 3600:8.2f}"
             noise = f"{d['noise'] * 100:.1f}%" if d["noise"] is not None else "-"
-            line += f"  {link:22s} {noise:>6s}"
+            line += f"  {link:32s} {noise:>6s}"
             line += "".join(f"  {json.dumps(r.candidate.overrides[p])}" for p in vary)
             lines.append(line)
         if len(self.ranked) > 1 and self.best.noise is not None:
@@ -421,32 +420,41 @@ class PlanResult:
 
 
 # ----------------------------------------------------------------------------- the search
-def run_time_s(report: dict) -> float:
+def _binding_words(d: dict[str, Any]) -> str:
+    """'rollout (55%, load 12%)': the binding link, its share of the critical path and its load,
+    in the glossary's words."""
+    if d["binding_link"] is None:
+        return "none"
+    load = f", load {d['binding_load'] * 100:.0f}%" if d["binding_load"] is not None else ""
+    return f"{d['binding_link']} ({d['binding_critical_path_share'] * 100:.0f}%{load})"
+
+
+def run_time_s(report: ReportData) -> float:
     """The wall time of the report's ``run.steps``: simulated, or where the run stopped at
     steady state, estimated at its steady step time (:mod:`twin.sim.settle`). A drifting
     workload is always simulated to its last step, so its drift is in the figure."""
-    run = report["run"]
+    run = report.run
     return run["settled"]["estimated_total_s"] if run.get("settled") else run["total_s"]
 
 
-def _metric(report: dict, objective: str) -> float:
+def _metric(report: ReportData, objective: str) -> float:
     if objective == "tokens_per_s":
-        return report["throughput"]["tokens_per_s"]
+        return report.throughput.tokens_per_s
     if objective == "run_time":
         return run_time_s(report)
-    return report["throughput"]["useful_trajectories_per_hour"]
+    return report.throughput.useful_trajectories_per_hour
 
 
-def _score(report: dict, objective: str, price: float | None) -> tuple[float, float | None]:
+def _score(report: ReportData, objective: str, price: float | None) -> tuple[float, float | None]:
     """(score, cost): higher score is better; cost per 1,000 useful trajectories for "cost"."""
     if objective == "run_time":
         return -run_time_s(report), None
     if objective != "cost":
         return _metric(report, objective), None
-    useful = report["throughput"]["useful_trajectories_per_hour"]
+    useful = report.throughput.useful_trajectories_per_hour
     if useful <= 0:
         return -math.inf, None
-    cost = float(f"{sum(report['gpus'].values()) * (price or 1.0) / useful * 1000:.6g}")
+    cost = float(f"{report.total_gpus * (price or 1.0) / useful * 1000:.6g}")
     return -cost, cost
 
 
@@ -530,7 +538,7 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     c = scenario_obj.cluster
     return PlanResult(
         scenario_name=scenario_obj.name, budget_gpus=gpus, nodes=ranked[0].candidate.overrides["cluster.nodes"],
-        gpus_per_node=ranked[0].report["scenario"]["cluster"]["gpus_per_node"], gpu=c.gpu.name,
+        gpus_per_node=ranked[0].report.scenario["cluster"]["gpus_per_node"], gpu=c.gpu.name,
         objective=objective, gpu_hour_price=gpu_hour_price, max_staleness=max_staleness,
         vary={k: list(v) for k, v in axes.items()}, candidates_total=len(candidates),
         pruned_by_reason={k: n for k, n in pruned.items() if n}, pruned_examples=examples,
@@ -699,7 +707,7 @@ class _Session:
         self.best: tuple | None = None  # (steps, score, index, candidate, report)
 
     def simulate(self, cands: list[Candidate], steps: int | None, what: str,
-                 seeds: list[int] | None = None) -> list[dict | InputError]:
+                 seeds: list[int] | None = None) -> list[ReportData | InputError]:
         """Each candidate's report at ``steps`` (None: the scenario's) and its seed in ``seeds``
         (None: the scenario's), in order; those in the checkpoint are not simulated again, the
         others are added to it."""
@@ -745,8 +753,8 @@ class _Session:
             return None
         steps, _, _, cand, report = self.best
         ranked = Ranked(0, cand, report, 0.0, self.objective)
-        return (f"{ranked.placement_words}: step {report['step_time_s']:.1f} s, "
-                f"{report['throughput']['useful_trajectories_per_hour']:,.0f} useful trajectories/h "
+        return (f"{ranked.placement_words}: step {report.step_time_s:.1f} s, "
+                f"{report.useful_trajectories_per_hour:,.0f} useful trajectories/h "
                 f"(simulated with {steps} steps)")
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twin import runner
+from twin.analysis.report import ReportData
 from twin.config.modes import MODES
 from twin.config.overrides import apply_overrides, parse_overrides
 from twin.config.scenario import placement_pools
@@ -110,18 +111,17 @@ class ScalePoint:
 
     gpus: int
     overrides: dict[str, Any]
-    report: dict | None = field(repr=False, default=None)
+    report: ReportData | None = field(repr=False, default=None)
     error: str | None = None
     scaling_efficiency: float | None = None
 
     @property
     def useful_trajectories_per_hour(self) -> float | None:
-        return self.report["throughput"]["useful_trajectories_per_hour"] if self.report else None
+        return self.report.useful_trajectories_per_hour if self.report else None
 
     @property
     def binding_link(self) -> str | None:
-        rows = self.report["bottleneck"] if self.report else None
-        return rows[0]["link"] if rows else None
+        return self.report.binding_link if self.report else None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"gpus": self.gpus, "overrides": dict(self.overrides), "error": self.error,
@@ -129,20 +129,19 @@ class ScalePoint:
         r = self.report
         if r is None:
             keys = ("mode", "staleness", "partial_rollout", "rollout_gpus", "trainer_gpus", "engine_tp", "step_time_s", "useful_trajectories_per_hour",
-                    "tokens_per_s", "binding_link", "binding_critical_path_share", "binding_load", "binding_utilization")
+                    "tokens_per_s", "binding_link", "binding_critical_path_share", "binding_load")
             return {**out, **dict.fromkeys(keys)}
-        binding = r["bottleneck"][0] if r["bottleneck"] else None
-        plan, algorithm = r["plan"], r["scenario"]["algorithm"]
+        binding = r.binding
+        plan, algorithm = r.plan, r.scenario["algorithm"]
         return {**out, "mode": plan["mode"], "staleness": algorithm["staleness"],
                 "partial_rollout": algorithm["partial_rollout"], "rollout_gpus": plan["rollout_gpus"],
                 "trainer_gpus": plan["trainer_gpus"], "engine_tp": plan["rollout_tp"],
-                "step_time_s": r["step_time_s"],
-                "useful_trajectories_per_hour": r["throughput"]["useful_trajectories_per_hour"],
-                "tokens_per_s": r["throughput"]["tokens_per_s"],
-                "binding_link": binding["link"] if binding else None,
-                "binding_critical_path_share": binding["critical_path_share"] if binding else None,
-                "binding_load": binding["load"] if binding else None,
-                "binding_utilization": binding["utilization"] if binding else None}
+                "step_time_s": r.step_time_s,
+                "useful_trajectories_per_hour": r.useful_trajectories_per_hour,
+                "tokens_per_s": r.throughput.tokens_per_s,
+                "binding_link": binding.link if binding else None,
+                "binding_critical_path_share": binding.critical_path_share if binding else None,
+                "binding_load": binding.load if binding else None}
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from twin import runner
+from twin.analysis.report import ReportData
 from twin.config.overrides import apply_overrides, parse_overrides
 from twin.errors import InputError
 from twin.studies import executors
@@ -31,8 +32,7 @@ from twin.studies.planner import parse_vary
 
 MAX_ROWS = 100_000
 PARQUET_FIX = 'pip install "rltwin[parquet]"'
-FIGURES = ("step_time_s", "useful_trajectories_per_hour", "tokens_per_s", "binding_link", "binding_load",
-           "binding_utilization", "error")
+FIGURES = ("step_time_s", "useful_trajectories_per_hour", "tokens_per_s", "binding_link", "binding_load", "error")
 
 
 @dataclass(frozen=True)
@@ -201,13 +201,12 @@ def sweep(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     return SweepResult(base_scenario.name, {k: list(v) for k, v in axes.items()}, rows)
 
 
-def _row(combo: dict[str, Any], result: dict | InputError) -> dict[str, Any]:
+def _row(combo: dict[str, Any], result: ReportData | InputError) -> dict[str, Any]:
     if isinstance(result, InputError):
         return {**combo, **dict.fromkeys(FIGURES), "error": result.message}
-    binding = result["bottleneck"][0] if result["bottleneck"] else None
-    return {**combo, "step_time_s": result["step_time_s"],
-            "useful_trajectories_per_hour": result["throughput"]["useful_trajectories_per_hour"],
-            "tokens_per_s": result["throughput"]["tokens_per_s"],
-            "binding_link": binding["link"] if binding else None,
-            "binding_load": binding["load"] if binding else None,
-            "binding_utilization": binding["utilization"] if binding else None, "error": None}
+    binding = result.binding
+    return {**combo, "step_time_s": result.step_time_s,
+            "useful_trajectories_per_hour": result.useful_trajectories_per_hour,
+            "tokens_per_s": result.throughput.tokens_per_s,
+            "binding_link": binding.link if binding else None,
+            "binding_load": binding.load if binding else None, "error": None}

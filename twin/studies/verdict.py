@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from twin.analysis.metrics import throughput
+from twin.analysis.report import LinkRow, ReportData
 from twin.config.overrides import apply_overrides, parse_overrides, split_top_level
 from twin.config.plan import Plan
 from twin.cost.engine import engine_costs
@@ -306,7 +307,7 @@ NOISE_RULE = (
     "prints as 'within noise'.")
 
 
-def noise_bands(base: Report, rows: list[Row], base_again: list[dict | InputError],
+def noise_bands(base: Report, rows: list[Row], base_again: list[ReportData | InputError],
                 executor: executors.Executor, progress: Callable[[int, int], None] | None = None) -> list[Row]:
     """``rows`` with their noise bands, given the baseline re-simulated with the other seeds
     (``base_again``: ``noise.reseeded`` of its scenario, simulated): the baseline's spread is
@@ -350,11 +351,11 @@ def steady_useful(base: Report) -> float:
     return float(f"{throughput(replace(result, steps=result.steps[:k]))['useful_trajectories_per_hour']:.6g}")
 
 
-def _useful(report: dict) -> float:
-    return report["throughput"]["useful_trajectories_per_hour"]
+def _useful(report: ReportData) -> float:
+    return report.throughput.useful_trajectories_per_hour
 
 
-def _ok(reports: list) -> list[dict]:
+def _ok(reports: list) -> list[ReportData]:
     return [r for r in reports if not isinstance(r, InputError)]
 
 
@@ -385,7 +386,7 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
             ex.close()
 
 
-def _rows(base: Report, jobs: list[tuple[Pressure, Overrides]], reports: list[dict | InputError],
+def _rows(base: Report, jobs: list[tuple[Pressure, Overrides]], reports: list[ReportData | InputError],
           progress: Callable[[int, int], None] | None, noise: bool, ex: executors.Executor, extra: int) -> list[Row]:
     """The rows of :func:`sensitivity` from its reports: each pressure's best alternative,
     ranked, with noise bands."""
@@ -398,12 +399,12 @@ def _rows(base: Report, jobs: list[tuple[Pressure, Overrides]], reports: list[di
         if isinstance(rep, InputError):
             best.setdefault(p.name, Row(p, p.describe(plan), error=rep.message))
             continue
-        now = rep["throughput"]["useful_trajectories_per_hour"]
-        placed = rep["plan"]
+        now = rep.useful_trajectories_per_hour
+        placed = rep.plan
         row = Row(
-            p, p.describe(plan), step_time_s=rep["step_time_s"], useful_trajectories_per_hour=now,
+            p, p.describe(plan), step_time_s=rep.step_time_s, useful_trajectories_per_hour=now,
             gain=float(f"{now / useful - 1.0:.6g}") if useful > 0 else 0.0,
-            added_gpus=sum(rep["gpus"].values()) - base_gpus,
+            added_gpus=rep.total_gpus - base_gpus,
             placement=({"rollout_gpus": placed["rollout_gpus"], "trainer_gpus": placed["trainer_gpus"]}
                        if plan.mode.shares_gpus and placed["mode"] != plan.mode.name else None),
             overrides=alternative,
@@ -444,20 +445,20 @@ DESCRIBE = {
 }
 
 
-def diagnosis(bottleneck: list[dict], rows: list[dict]) -> str:
+def diagnosis(bottleneck: list[LinkRow], rows: list[dict]) -> str:
     """One line in the words of the field, e.g. "rollout long tail: on the critical path 61%
-    of the step at 34% utilisation (binds, not saturated); more rollout GPUs: +3%, staleness
+    of the step at 34% load (binds, not saturated); more rollout GPUs: +3%, staleness
     +1: +41%" — the binding link's own hardware first, then the two best pressures."""
     if not bottleneck:
         return "nothing holds the trainer up"
     top = bottleneck[0]
-    name = DESCRIBE.get((top["link"], top["saturated"]), top["link"])
-    util = top["utilization"]
-    line = f"{name}: on the critical path {top['critical_path_share'] * 100:.0f}% of the step"
+    name = DESCRIBE.get((top.link, top.saturated), top.link)
+    util = top.load
+    line = f"{name}: on the critical path {top.critical_path_share * 100:.0f}% of the step"
     line += f" at {util * 100:.0f}% load" if util is not None else ""
-    line += " (binds, saturated)" if top["saturated"] else " (binds, not saturated)"
+    line += " (binds, saturated)" if top.saturated else " (binds, not saturated)"
     ok = [r for r in rows if "gain" in r and r["link"] != "compute"]  # levers, not the sensitivity
-    own = next((r for r in ok if r["pressure"] == OWN_PRESSURE.get(top["link"])), None)
+    own = next((r for r in ok if r["pressure"] == OWN_PRESSURE.get(top.link)), None)
     # The best two beside it, of those that are gains at all (not within noise).
     shown = ([own] if own else []) + [r for r in ok if r is not own and not r.get("within_noise")][:2]
     parts = [f"{r['short']}: " + ("within noise" if r.get("within_noise") else f"{r['gain'] * 100:+.0f}%")
@@ -487,4 +488,4 @@ def judge(report: Report, pressures: Iterable[PressureSpec] | None = None, worke
     """The verdict on a report: every pressure re-simulated, ranked, and the diagnosis; with
     ``noise``, each gain read within its band from other seeds (:func:`noise_bands`)."""
     rows = sensitivity(report, pressures, workers, progress, noise, executor)
-    return Verdict(diagnosis(report.data["bottleneck"], [r.to_dict() for r in rows]), rows)
+    return Verdict(diagnosis(report.bottleneck, [r.to_dict() for r in rows]), rows)

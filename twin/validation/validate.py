@@ -175,7 +175,7 @@ def metric(report: dict[str, Any], name: str) -> float:
 
 
 def _simulate(data: dict[str, Any]) -> dict[str, Any]:
-    return dict(runner.run(data).data)
+    return runner.run(data).data.to_dict()
 
 
 def _case_data(source: Source, case: Case, fitted: dict[str, Any]) -> dict[str, Any]:
@@ -281,7 +281,7 @@ def validate_source(path: Path, progress=None, *, workers: int | None = None,
     for case, report in zip(source.cases, simulated):
         if isinstance(report, InputError):
             raise report.located(file=path, prefix=f"cases[{case.name}]") from None
-        reports[case.name] = report
+        report = reports[case.name] = report.to_dict()
         for name, expected in case.expected.items():
             try:
                 predicted = metric(report, name)

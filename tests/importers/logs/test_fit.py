@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from twin.cli.main import main
+from twin.cli import main
 from twin.config.load import load_scenario
 from twin.importers.logs import fit_lengths, fit_log, read_logs, windows
 from twin.importers.logs.lognormal import clip_mass, clipped_mean, fit

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from twin import runner
-from twin.cli.main import main
+from twin.cli import main
 from twin.config.load import load_scenario
 from twin.importers.logs import fit_log, read_logs
 
@@ -63,7 +63,7 @@ def test_twin_step_time_against_the_log_s_step_time(tmp_path, capsys):
     report = runner.run(fitted)
     steps = _log_steps()
     measured = [e["step_time"] for e in steps]
-    twin_steps = [s["step_s"] for s in report.data["steps"]]
+    twin_steps = [s.step_s for s in report.steps]
     twin_mean, log_mean, log_median = np.mean(twin_steps), np.mean(measured), np.median(measured)
     with capsys.disabled():
         print(f"\nTRL real log: step_time mean {log_mean:.3f} s, median {log_median:.3f} s, "
