@@ -515,6 +515,9 @@ def _list() -> int:
 
     print("Built-in scenarios:  " + ", ".join(builtin_scenarios()))
     print("Model presets:       " + ", ".join(model_presets()))
+    from twin.config.model_catalog import catalog_text
+
+    print(catalog_text())
     by_kind: dict[str, list[str]] = {}
     for name, kind in builtin_profiles().items():
         by_kind.setdefault(kind, []).append(name)

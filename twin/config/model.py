@@ -190,6 +190,10 @@ class ModelArch(Strict):
     sparse_attention: SparseAttention | None = None
     mtp_layers: int = Field(default=0, ge=0, le=64, description="Multi-token-prediction layers beside the model "
                             "(num_nextn_predict_layers); not part of total_params: see mtp_params.")
+    assumed: str | None = Field(
+        default=None, exclude=True,
+        description="What resolving the model's name assumed (a variant or fine-tune read as its base), one "
+        "line for warnings; None when the name was exact. Left out of dumps and reports.")
     max_position_embeddings: int | None = Field(
         default=None, gt=0, exclude=True,
         description="Longest context (prompt + responses) the model's positions cover: config.json's "
@@ -201,7 +205,7 @@ class ModelArch(Strict):
     def _heads_divide(self) -> "ModelArch":
         if self.num_heads % self.num_kv_heads:
             raise ValueError("num_heads must be a multiple of num_kv_heads")
-        if self.head_dim is None and self.hidden_size % self.num_heads:
+        if self.head_dim is None and self.mla is None and self.hidden_size % self.num_heads:  # MLA sizes its own heads
             raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads "
                              f"({self.num_heads}), or give head_dim")
         if self.ffn_layers is not None and self.ffn_layers > self.num_layers:

@@ -155,3 +155,16 @@ def trainer_mixer_time(plan, tokens: float, pairs: float, kind: str) -> float:
             one += attention_backward_time(flops, gpu, arch.dtype, width)
         total += one * layers / t.pp * micro
     return total
+
+
+def mix_note(arch: ModelArch) -> str:
+    """What a model keeps besides a per-token KV cache, for ``twin check`` ('' for none)."""
+    parts = []
+    if arch.linear_attention:
+        parts.append(f"{arch.linear_attention.layers} {arch.linear_attention.mixer} layers keep "
+                     f"{arch.recurrent_state_bytes / 2**20:.1f} MiB of state per sequence")
+    if arch.sliding_window:
+        parts.append(f"{arch.sliding_window.layers} layers windowed at {arch.sliding_window.window} tokens")
+    if arch.sparse_attention:
+        parts.append(f"sparse attention reads the top {arch.sparse_attention.top_k} tokens")
+    return "; ".join(parts)
