@@ -278,3 +278,24 @@ def catalog_text() -> str:
         active = f"{r['active_b']:9.2f}" if abs(r["active_b"] - r["total_b"]) > 1e-9 else " " * 9
         lines.append(f"  {r['name']:36s} {r['hub_id']:46s} {r['total_b']:8.2f} {active}  {r['mix']}")
     return "\n".join(lines)
+
+
+def write_doc(path) -> None:
+    """Rewrite the catalog table of docs/models.md (between its catalog markers) from the data."""
+    from pathlib import Path
+
+    path = Path(path)
+    text = path.read_text()
+    begin, end = "<!-- catalog:begin -->\n", "<!-- catalog:end -->"
+    head, rest = text.split(begin, 1)
+    path.write_text(head + begin + catalog_markdown() + end + rest.split(end, 1)[1])
+
+
+if __name__ == "__main__":  # python -m twin.config.model_catalog --write-doc [docs/models.md]
+    import sys
+
+    if "--write-doc" in sys.argv:
+        args = [a for a in sys.argv[1:] if a != "--write-doc"]
+        write_doc(args[0] if args else "docs/models.md")
+    else:
+        print(catalog_text())
