@@ -13,7 +13,8 @@ from twin.cost import transformer
 from twin.cost.engine import engine_costs
 from twin.cost.learner import rank_compute_time
 from twin.cost.memory import engine_kv_shards, kv_bytes_per_token, max_sequence_tokens, rollout_memory
-from twin.cost.mixers import engine_mixers, sequence_mixer_flops, windowed_pairs
+from twin.cost.mixers import engine_mixers
+from twin.cost.transformer import sequence_mixer_flops, windowed_pairs
 from twin.runner import plan as plan_of
 
 
@@ -43,7 +44,7 @@ QWEN3_NEXT = "Qwen/Qwen3-Next-80B-A3B-Instruct"
 def test_a_plain_transformer_is_priced_as_before():
     plan = plan_of(scenario("qwen2.5-7b"))
     arch, r = plan.model, plan.placement.rollout
-    mix = engine_mixers(arch, r, max_sequence_tokens(plan), plan.kv_dtype)
+    mix = engine_mixers(arch, r, max_sequence_tokens(plan), plan.kv_dtype, engine_kv_shards(arch, r))
     shards = engine_kv_shards(arch, r)
     assert mix.flops_per_pair == arch.attention_flops_per_token_pair / (r.tp * r.pp)
     assert mix.read_per_context_token == mix.stored_per_token == kv_bytes_per_token(plan) / shards
@@ -55,8 +56,8 @@ def test_qwen3_next_decode_reads_a_quarter_of_the_kv_and_a_fixed_state():
     hybrid = plan_of(scenario(QWEN3_NEXT))
     full = plan_of(scenario(QWEN3_NEXT), {"model": as_full_attention(QWEN3_NEXT)})
     r = hybrid.placement.rollout
-    mh = engine_mixers(hybrid.model, r, 8192, "bf16")
-    mf = engine_mixers(full.model, r, 8192, "bf16")
+    mh = engine_mixers(hybrid.model, r, 8192, "bf16", engine_kv_shards(hybrid.model, r))
+    mf = engine_mixers(full.model, r, 8192, "bf16", engine_kv_shards(full.model, r))
     # 12 of 48 layers attend over the context: a quarter of the FLOP per pair and KV per token
     assert mh.flops_per_pair == pytest.approx(mf.flops_per_pair / 4)
     assert mh.read_per_context_token == pytest.approx(mf.read_per_context_token / 4)
@@ -78,9 +79,9 @@ def test_the_engines_kv_capacity_in_tokens_grows_by_the_layers_that_keep_none():
     mem = rollout_memory(hybrid)
     states = mem.items["recurrent state and windows"]
     r = hybrid.placement.rollout
-    assert states == pytest.approx(r.max_num_seqs * engine_mixers(hybrid.model, r, 8192, "bf16").stored_per_sequence)
+    assert states == pytest.approx(r.max_num_seqs * engine_mixers(hybrid.model, r, 8192, "bf16", engine_kv_shards(hybrid.model, r)).stored_per_sequence)
     cap_h, cap_f = engine_costs(hybrid).kv_capacity_tokens, engine_costs(full).kv_capacity_tokens
-    per_token = engine_mixers(hybrid.model, r, 8192, "bf16").stored_per_token
+    per_token = engine_mixers(hybrid.model, r, 8192, "bf16", engine_kv_shards(hybrid.model, r)).stored_per_token
     assert cap_h == int(mem.items["KV cache"] // per_token)
     assert cap_h > 3 * cap_f  # 4× fewer bytes a token, less the reserved states
 
@@ -99,7 +100,7 @@ def test_mamba2_layers_keep_their_ssm_state_and_no_kv():
     conv = 3 * (128 * 64 + 2 * 8 * 128) * 2
     assert a.recurrent_state_bytes == 24 * (ssm + conv)
     plan = plan_of(scenario("nvidia/Nemotron-H-8B-Base-8K", tp=1, gpus=8))
-    mix = engine_mixers(a, plan.placement.rollout, 8192, "bf16")
+    mix = engine_mixers(a, plan.placement.rollout, 8192, "bf16", engine_kv_shards(a, plan.placement.rollout))
     assert mix.flops_per_token == pytest.approx(a.linear_flops_per_token)
     assert mix.read_per_sequence == pytest.approx(2 * a.recurrent_state_bytes)
 
@@ -108,20 +109,20 @@ def test_sliding_windows_cap_the_kv_at_the_window_where_it_binds():
     a = lookup("openai/gpt-oss-20b").entry.arch
     r = plan_of(scenario("openai/gpt-oss-20b", tp=1, gpus=8)).placement.rollout
     per_layer = 2 * 8 * 64 * 2
-    binding = engine_mixers(a, r, 8192, "bf16")
+    binding = engine_mixers(a, r, 8192, "bf16", engine_kv_shards(a, r))
     assert binding.stored_per_token == 12 * per_layer  # the 12 full layers grow per token
     assert binding.stored_per_sequence == 128 * 12 * per_layer  # the 12 windowed ones hold 128 tokens
     assert binding.read_per_sequence == 128 * 12 * per_layer
     assert binding.flops_per_token == 12 * a.attention_layer_flops_per_pair * 128
     assert binding.flops_per_pair == 12 * a.attention_layer_flops_per_pair
-    short = engine_mixers(a, r, 100, "bf16")  # no sequence reaches the window: full attention
+    short = engine_mixers(a, r, 100, "bf16", engine_kv_shards(a, r))  # no sequence reaches the window: full attention
     assert short.stored_per_token == 24 * per_layer and short.stored_per_sequence == 0
     assert short.flops_per_pair == 24 * a.attention_layer_flops_per_pair and short.flops_per_token == 0
 
 
 def test_mistral_7b_v01_windows_every_layer_and_still_has_a_capacity():
     plan = plan_of(scenario("mistralai/Mistral-7B-v0.1", tp=1, gpus=8, max_len=16384))
-    mix = engine_mixers(plan.model, plan.placement.rollout, 16384, "bf16")
+    mix = engine_mixers(plan.model, plan.placement.rollout, 16384, "bf16", engine_kv_shards(plan.model, plan.placement.rollout))
     assert mix.stored_per_token == 0 and mix.stored_per_sequence > 0
     costs = engine_costs(plan)
     r = plan.placement.rollout
@@ -133,7 +134,7 @@ def test_sparse_attention_scores_every_token_but_attends_to_the_top_k():
     v3 = lookup("deepseek-ai/DeepSeek-V3").entry.arch
     plan = plan_of(scenario("deepseek-ai/DeepSeek-V3.2", tp=8, gpus=8))
     r = plan.placement.rollout
-    long, short = engine_mixers(v32, r, 32768, "bf16"), engine_mixers(v32, r, 1024, "bf16")
+    long, short = engine_mixers(v32, r, 32768, "bf16", engine_kv_shards(v32, r)), engine_mixers(v32, r, 1024, "bf16", engine_kv_shards(v32, r))
     # a context token: its latent (512 + 64) and index key (128) stay cached; a step reads only the
     # index keys of the context, and the latents of the 2,048 picked tokens per sequence
     assert long.stored_per_token == 61 * (576 + 128) * 2

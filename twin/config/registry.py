@@ -14,6 +14,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from twin.config import hub
+from twin.config import model_catalog as catalog
 from twin.config.hardware import DeviceProfile, HostProfile, LinkProfile, ProfileFile, parse_profile
 from twin.config.io import input_error, read_mapping
 from twin.config.model import ModelArch, hf_config_fields
@@ -152,8 +154,6 @@ def from_catalog_or_hub(ref: str, field: str, extra: dict) -> dict | None:
     the catalog's exact ids and names; a variant of one; the Hugging Face cache; a download into it
     (huggingface_hub, online, HF_HUB_OFFLINE unset); a base the name is called after. A hub id none of
     these resolves is one InputError saying what to pass; None for anything else (the caller's error)."""
-    from twin.config import hub, model_catalog as catalog
-
     hub_id = hub.looks_like_hub_id(ref)
     local = not hub_id and looks_like_path(ref)
     parts = [p for p in ref.replace("\\", "/").split("/") if p] or [ref]

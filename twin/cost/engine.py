@@ -40,7 +40,7 @@ from twin.plan import Plan
 from twin.cost import transformer
 from twin.cost.collectives import Topology
 from twin.config.hardware import DTYPE_BYTES
-from twin.cost.memory import max_sequence_tokens, rollout_memory
+from twin.cost.memory import engine_kv_shards, max_sequence_tokens, rollout_memory
 from twin.cost.mixers import engine_mixers
 from twin.cost.roofline import elementwise_op_time, memory_rate
 
@@ -163,7 +163,7 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
         attn_best *= gpu.compute.attention_efficiency_by_head_dim.at(transformer.attention_head_dim(arch))
     # full attention per pair and per cached token; windowed, top-k and linear-attention layers
     # per new token and per sequence (twin.cost.mixers), serially after the GEMMs like attention
-    mix = engine_mixers(arch, r, max_sequence_tokens(plan), plan.kv_dtype)
+    mix = engine_mixers(arch, r, max_sequence_tokens(plan), plan.kv_dtype, engine_kv_shards(arch, r))
     attn_s_per_pair = mix.flops_per_pair / (peak * attn_best)
     rate = memory_rate(gpu, float(weight_bytes[-1]))
     kv_s_per_token = mix.read_per_context_token / rate

@@ -165,7 +165,7 @@ def rollout_memory(plan: Plan) -> RoleMemory:
     items["activation workspace"] = engine_workspace_bytes(arch, plan)
     budget = cap * r.gpu_memory_utilization
     max_len = max_sequence_tokens(plan)
-    mix = engine_mixers(arch, r, max_len, plan.kv_dtype)
+    mix = engine_mixers(arch, r, max_len, plan.kv_dtype, engine_kv_shards(arch, r))
     states = r.max_num_seqs * mix.stored_per_sequence  # twin.cost.mixers: one per sequence it may run
     if states > 0:
         items["recurrent state and windows"] = states

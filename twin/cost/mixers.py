@@ -33,6 +33,8 @@ import numpy as np
 
 from twin.config.hardware import DTYPE_BYTES
 from twin.config.model import ModelArch
+from twin.cost import transformer
+from twin.cost.roofline import attention_backward_time, attention_time
 
 
 @dataclass(frozen=True)
@@ -57,18 +59,15 @@ def binding(span: int, max_len: int) -> bool:
     return span < max_len
 
 
-def engine_mixers(arch: ModelArch, rollout, max_len: int, kv_dtype: str) -> EngineMixers:
+def engine_mixers(arch: ModelArch, rollout, max_len: int, kv_dtype: str, kv_shards: int) -> EngineMixers:
     """The engine's mixer terms per GPU for sequences of up to ``max_len`` tokens.
 
     ``rollout``: the placement's rollout block (tp, pp, dp_attention). The KV cache splits over
-    ``kv_shards`` GPUs as :func:`twin.cost.memory.engine_kv_shards` says; a recurrent state splits
-    by its heads over tp (each GPU its own sequences with data-parallel attention), and by layers
-    over pp. With no windowed or linear layers the result is the full-attention terms alone.
+    ``kv_shards`` GPUs (:func:`twin.cost.memory.engine_kv_shards`); a recurrent state splits by its
+    heads over tp (each GPU its own sequences with data-parallel attention), and by layers over
+    pp. With no windowed or linear layers the result is the full-attention terms alone.
     """
-    from twin.cost.memory import engine_kv_shards  # memory reads this module too
-
     tp, pp = rollout.tp, rollout.pp
-    kv_shards = engine_kv_shards(arch, rollout)
     elem = DTYPE_BYTES[kv_dtype]
     per_token = arch.kv_bytes_per_token * elem / arch.bytes_per_param  # memory.kv_bytes_per_token
     pair_flops, read_token, store_token = arch.attention_flops_per_token_pair, per_token, per_token
@@ -105,37 +104,14 @@ def engine_mixers(arch: ModelArch, rollout, max_len: int, kv_dtype: str) -> Engi
     )
 
 
-def windowed_pairs(lengths, span: int) -> float:
-    """(query, key) pairs of causal sequences whose queries reach back at most ``span`` tokens:
-    s(s+1)/2 up to the span, then ``span`` per further token."""
-    s = np.asarray(lengths, dtype=np.float64)
-    w = float(span)
-    capped = np.where(s <= w, s * (s + 1) / 2, w * (w + 1) / 2 + (s - w) * w)
-    return float(capped.sum())
-
-
-def sequence_mixer_flops(arch: ModelArch, lengths) -> float:
-    """Forward FLOP of whole sequences in the mixers that the full-attention pairs do not carry:
-    windowed and top-k attention over their capped pairs, linear recurrences per token."""
-    if not arch.windowed_attention and not arch.linear_attention:
-        return 0.0
-    s = np.asarray(lengths, dtype=np.float64)
-    flops = arch.linear_flops_per_token * float(s.sum())
-    for w in arch.windowed_attention:
-        flops += w.layers * w.flops_per_pair * windowed_pairs(s, w.span)
-    return flops
-
-
 def trainer_mixer_time(plan, tokens: float, pairs: float, kind: str) -> float:
     """Seconds of one trainer rank's windowed, top-k and linear-attention layers over ``tokens``
     tokens holding ``pairs`` causal pairs, priced as attention calls are
     (:func:`twin.cost.learner.rank_compute_time`): per layer and micro-batch, at the attention
     efficiency of the call, the backward twice the forward. A rank's pairs within a window are
     not known per sequence here: min(pairs, tokens × window) bounds them (exact for sequences
-    much longer than the window; :func:`windowed_pairs` counts them exactly from lengths)."""
-    from twin.cost.roofline import attention_backward_time, attention_time  # roofline reads profiles only
-    from twin.cost.transformer import attention_head_dim
-
+    much longer than the window; :func:`twin.cost.transformer.windowed_pairs` counts them exactly
+    from lengths)."""
     arch, t, gpu = plan.model, plan.placement.trainer, plan.gpu
     if tokens <= 0 or (not arch.windowed_attention and not arch.linear_attention):
         return 0.0
@@ -144,7 +120,7 @@ def trainer_mixer_time(plan, tokens: float, pairs: float, kind: str) -> float:
     calls: list[tuple[float, float, float]] = []  # (FLOP of one layer's call, layers, head width)
     for w in arch.windowed_attention:
         calls.append((w.flops_per_pair * min(pairs, tokens * w.span) / micro / t.tp, w.layers,
-                      attention_head_dim(arch)))
+                      transformer.attention_head_dim(arch)))
     if arch.linear_attention:
         la = arch.linear_attention
         calls.append((la.flops_per_token * tokens / micro / t.tp, la.layers, float(la.key_head_dim)))

@@ -16,7 +16,6 @@ import numpy as np
 from typing import Literal
 
 from twin.config.model import ModelArch
-from twin.cost.mixers import sequence_mixer_flops
 
 Kernels = Literal["eager", "fused"]
 
@@ -54,10 +53,31 @@ def forward_flops(arch: ModelArch, tokens: float, attention_pairs: float, logit_
 def training_flops(arch: ModelArch, seq_lengths, recompute: bool) -> float:
     """Forward + backward (2× forward) over whole sequences, plus one more forward with
     activation recomputation. Windowed, top-k and linear-attention layers add their own
-    forward FLOP (:func:`twin.cost.mixers.sequence_mixer_flops`)."""
+    forward FLOP (:func:`sequence_mixer_flops`)."""
     s = np.asarray(seq_lengths, dtype=np.float64)
     fwd = forward_flops(arch, s.sum(), causal_pairs(s), s.sum()) + sequence_mixer_flops(arch, s)
     return fwd * (4.0 if recompute else 3.0)
+
+
+def windowed_pairs(lengths, span: int) -> float:
+    """(query, key) pairs of causal sequences whose queries reach back at most ``span`` tokens:
+    s(s+1)/2 up to the span, then ``span`` per further token."""
+    s = np.asarray(lengths, dtype=np.float64)
+    w = float(span)
+    capped = np.where(s <= w, s * (s + 1) / 2, w * (w + 1) / 2 + (s - w) * w)
+    return float(capped.sum())
+
+
+def sequence_mixer_flops(arch: ModelArch, lengths) -> float:
+    """Forward FLOP of whole sequences in the mixers that the full-attention pairs do not carry:
+    windowed and top-k attention over their capped pairs, linear recurrences per token."""
+    if not arch.windowed_attention and not arch.linear_attention:
+        return 0.0
+    s = np.asarray(lengths, dtype=np.float64)
+    flops = arch.linear_flops_per_token * float(s.sum())
+    for w in arch.windowed_attention:
+        flops += w.layers * w.flops_per_pair * windowed_pairs(s, w.span)
+    return flops
 
 
 def logprob_flops(arch: ModelArch, seq_lengths) -> float:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twin.config.model_catalog import lookup
 from twin.errors import InputError, choices
 
 _MISSING = object()
@@ -358,9 +359,7 @@ def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Pat
             return str((path / "config.json").resolve())
         if path.is_file() and path.suffix == ".json":
             return str(path.resolve())
-    from twin.config.model_catalog import lookup  # the catalog knows it, or a base it is named after
-
-    if lookup(ref):
+    if lookup(ref):  # the catalog knows it, or a base it is named after
         return ref  # resolved (with a note of what it assumed) when the scenario is read
     looks_hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", ref) is not None and not Path(ref).exists()
     problem = ("a hub id without a built-in preset" if looks_hub else
