@@ -5,6 +5,10 @@ from hypothesis import settings
 
 # Tests never depend on a user's environment for profile lookups or seeds.
 os.environ.pop("RLTWIN_PROFILE_PATH", None)
+# Nor on the network or the user's Hugging Face cache: a hub id the model catalog does not know is
+# never downloaded (tests of the download mock it) and no cached config.json is read.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_HUB_CACHE"] = os.path.join(os.path.dirname(__file__), ".no-hf-cache")  # never created
 
 # Property tests explore new examples on every local run (a failure there is a bug to fix); in
 # CI (CI set, as .ci/run sets it) they replay a fixed set, so a landing is never refused by a draw

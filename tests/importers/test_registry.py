@@ -24,6 +24,19 @@ def test_hub_ids_resolve_to_presets(hub, preset, tmp_path):
     assert import_files("trl", [cfg]).scenario["model"] == preset
 
 
+@pytest.mark.parametrize("hub", ["Qwen/Qwen3-8B", "Qwen/Qwen3.5-35B-A3B", "OpenRLHF/Llama-3-8b-sft-mixture"])
+def test_hub_ids_the_catalog_resolves_pass_through(hub, tmp_path):
+    """A hub id without a preset but known to the model catalog (or named after a base it holds)
+    reaches the scenario as it is; resolving it there notes what was assumed."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"model_name_or_path: {hub}\nmax_completion_length: 512\n")
+    result = import_files("trl", [cfg])
+    assert result.scenario["model"] == hub
+    from twin.config.load import load_scenario
+
+    assert load_scenario(result.scenario).model.name == hub.rsplit("/", 1)[-1]
+
+
 def test_every_hub_preset_exists():
     from twin.config.registry import model_presets
 

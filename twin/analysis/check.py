@@ -6,12 +6,13 @@ from typing import Any
 
 import yaml
 
+from twin.config.plan import Plan
 from twin.config.scenario import resolved_dict
+from twin.config.warnings import warnings
 from twin.cost.engine import engine_costs
 from twin.cost.memory import GiB, memory_report, resident_trainer_bytes
+from twin.cost.mixers import mix_note
 from twin.cost.phases import generation_bound, phase_estimates, sample_step, step_estimate
-from twin.config.warnings import warnings
-from twin.config.plan import Plan
 
 
 def check_report(plan: Plan) -> dict[str, Any]:
@@ -57,7 +58,11 @@ def render_check(plan: Plan, report: dict[str, Any], resolved: bool = False) -> 
         f"Model {arch.name}: {arch.total_params / 1e9:.2f} B parameters "
         f"({arch.active_params / 1e9:.2f} B active), {arch.dtype}, "
         f"KV cache {arch.kv_bytes_per_token / 1024:.0f} KiB/token"
+        + (f" (full-attention layers; {mix_note(arch)})" if mix_note(arch) else "")
     )
+    if arch.mtp_layers:
+        lines.append(f"  + {arch.mtp_layers} multi-token-prediction layer{'s' if arch.mtp_layers > 1 else ''}: "
+                     f"{arch.mtp_params / 1e9:.2f} B parameters, not loaded unless a run drafts with them")
     lines.append(
         f"Cluster {c.nodes} × {c.gpus_per_node} {c.gpu.name} = {c.total_gpus} GPUs"
         + (f" in NVLink domains of {c.domain_gpus}" if c.domain_gpus > c.gpus_per_node else "") + "; "

@@ -8,6 +8,7 @@ import sys
 from twin.cli import fit
 from twin.cli.common import Command
 from twin.config.frameworks import builtin_frameworks
+from twin.config.model_catalog import catalog_text
 from twin.config.registry import builtin_profiles, builtin_scenarios, model_presets
 from twin.importers import NAMES, import_files, scenario_yaml, validated, warn
 from twin.output import Outputs
@@ -75,6 +76,7 @@ def _list_parser(sub) -> None:
 def _list(args) -> int:
     print("Built-in scenarios:  " + ", ".join(builtin_scenarios()))
     print("Model presets:       " + ", ".join(model_presets()))
+    print(catalog_text())
     by_kind: dict[str, list[str]] = {}
     for name, kind in builtin_profiles().items():
         by_kind.setdefault(kind, []).append(name)

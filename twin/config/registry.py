@@ -14,6 +14,8 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from twin.config import hub
+from twin.config import model_catalog as catalog
 from twin.config.hardware import DeviceProfile, HostProfile, LinkProfile, ProfileFile, parse_profile
 from twin.config.io import input_error, read_mapping
 from twin.config.model import ModelArch, hf_config_fields
@@ -111,8 +113,9 @@ def resolve_model(spec, field: str, base_dir: Path | None = None) -> dict:
 
     A mapping may name a ``preset`` or ``hf_config`` and override single fields (``dtype``).
     """
-    if isinstance(spec, ModelArch):  # the dump leaves out max_position_embeddings: keep it
-        return {**spec.model_dump(), "max_position_embeddings": spec.max_position_embeddings}
+    if isinstance(spec, ModelArch):  # the dump leaves out max_position_embeddings and the note: keep them
+        return {**spec.model_dump(), "max_position_embeddings": spec.max_position_embeddings,
+                "assumed": spec.assumed}
     if isinstance(spec, str):
         spec = {"hf_config": spec} if looks_like_path(spec) else {"preset": spec}
     if not isinstance(spec, dict):
@@ -122,16 +125,58 @@ def resolve_model(spec, field: str, base_dir: Path | None = None) -> dict:
     if "preset" in spec:
         name = str(spec.pop("preset"))
         presets = model_presets()
-        if name.lower() not in presets:
+        if name.lower() in presets:
+            return {"name": name.lower(), **presets[name.lower()], **spec}
+        found = from_catalog_or_hub(name, field, spec)
+        if found is None:
             raise InputError("unknown model preset", field=field, value=name,
-                             allowed=choices(presets, name.lower()))
-        return {"name": name.lower(), **presets[name.lower()], **spec}
+                             allowed=choices(presets, name.lower()) + ", or a catalog name or hub id (twin list)")
+        return found
     if "hf_config" in spec:
         ref = str(spec.pop("hf_config"))
         path = resolve_path(ref, base_dir)
-        if not path.is_file():
+        if path.is_dir() and (path / "config.json").is_file():  # a model folder
+            path = path / "config.json"
+        if path.is_file():
+            return hf_config_fields(read_mapping(path), path, spec)
+        found = from_catalog_or_hub(ref, field, spec)
+        if found is None:
             raise InputError("HuggingFace config.json not found", field=field, value=ref,
-                             allowed="a path to an existing config.json, or a preset name: "
-                             + choices(model_presets()))
-        return hf_config_fields(read_mapping(path), path, spec)
+                             allowed="a path to an existing config.json or model folder, a catalog name or hub id "
+                             "(twin list), or a preset name: " + choices(model_presets()))
+        return found
     return spec
+
+
+def from_catalog_or_hub(ref: str, field: str, extra: dict) -> dict | None:
+    """Fields of a model named by a hub id, a catalog name, or a local folder that is not there
+    (its last component names the model), with ``assumed``: one line of what was assumed. In order:
+    the catalog's exact ids and names; a variant of one; the Hugging Face cache; a download into it
+    (huggingface_hub, online, HF_HUB_OFFLINE unset); a base the name is called after. A hub id none of
+    these resolves is one InputError saying what to pass; None for anything else (the caller's error)."""
+    hub_id = hub.looks_like_hub_id(ref)
+    local = not hub_id and looks_like_path(ref)
+    parts = [p for p in ref.replace("\\", "/").split("/") if p] or [ref]
+    name = parts[-2] if parts[-1].lower() == "config.json" and len(parts) > 1 else parts[-1]
+    where = f"no folder {ref} here, so its name {name} names the model; " if local else ""
+    found = catalog.lookup(name if local else ref, fine_tunes=False)
+    if found:
+        note = found.note(name if local else ref)
+        return {**found.entry.fields(name), "assumed": where + (note or f"read as {found.entry.hub_id}")
+                if local else note, **extra}
+    why = None
+    if hub_id:
+        path = hub.cached_config(ref)
+        if path is None:
+            path, why = hub.download_config(ref)
+        if path is not None:
+            fields = hf_config_fields(read_mapping(path), path, {"name": name, **extra})
+            return {**fields, "assumed": f"{ref}: read from the Hugging Face cache ({path})"}
+    guess = catalog.lookup(name if local else ref, fine_tunes=True)
+    if guess:
+        return {**guess.entry.fields(name), "assumed": where + guess.note(name if local else ref), **extra}
+    if hub_id:
+        raise InputError(f"unknown model: not in rltwin's catalog, and its config.json could not be read: {why}",
+                         field=field, value=ref,
+                         allowed="--set model=path/to/config.json, or a catalog name or hub id (twin list)")
+    return None

@@ -23,10 +23,13 @@ def _default(model, field: str):
 
 
 def warnings(plan: Plan) -> list[str]:
-    """One short sentence per setting that does nothing here; empty when there is none."""
+    """One short sentence per setting that does nothing here (and, first, what resolving the model's
+    name assumed); empty when there is none."""
     s = plan
     p, a, t = s.placement, s.algorithm, s.placement.trainer
     out: list[str] = []
+    if s.model.assumed:  # a hub id read as a catalog entry it is a variant or fine-tune of
+        out.append(f"model: {s.model.assumed}.")
 
     # Deployment mode, staleness and partial rollout (twin.sim.loop: streaming admission only in
     # async mode; the producer interrupts generation only when streaming and partial).

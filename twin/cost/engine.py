@@ -40,7 +40,8 @@ from twin.config.plan import Plan
 from twin.cost import transformer
 from twin.cost.collectives import Topology
 from twin.config.hardware import DTYPE_BYTES
-from twin.cost.memory import engine_kv_shards, kv_bytes_per_token, max_sequence_tokens, rollout_memory
+from twin.cost.memory import engine_kv_shards, max_sequence_tokens, rollout_memory
+from twin.cost.mixers import engine_mixers
 from twin.cost.roofline import elementwise_op_time, memory_rate
 
 
@@ -160,10 +161,15 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
     attn_best = attn_curve.best
     if gpu.compute.attention_efficiency_by_head_dim is not None:
         attn_best *= gpu.compute.attention_efficiency_by_head_dim.at(transformer.attention_head_dim(arch))
-    attn_s_per_pair = arch.attention_flops_per_token_pair / (tp * r.pp) / (peak * attn_best)
-    shards = engine_kv_shards(arch, r)
-    kv_bytes_per_gpu_token = kv_bytes_per_token(plan) / shards
-    kv_s_per_token = kv_bytes_per_gpu_token / memory_rate(gpu, float(weight_bytes[-1]))
+    # full attention per pair and per cached token; windowed, top-k and linear-attention layers
+    # per new token and per sequence (twin.cost.mixers), serially after the GEMMs like attention
+    mix = engine_mixers(arch, r, max_sequence_tokens(plan), plan.kv_dtype, engine_kv_shards(arch, r))
+    attn_s_per_pair = mix.flops_per_pair / (peak * attn_best)
+    rate = memory_rate(gpu, float(weight_bytes[-1]))
+    kv_s_per_token = mix.read_per_context_token / rate
+    if mix.grows:
+        comm_s = comm_s + np.where(n > 0, np.maximum(mix.flops_per_token * n / (peak * attn_best),
+                                                     mix.read_per_sequence * logit_tokens / rate), 0.0)
     kv_bytes = rollout_memory(plan).items["KV cache"]
     overhead = gpu.overhead.per_iteration_s if r.scheduling == "overlapped" else gpu.overhead.synchronous_step_s
     return EngineCosts(
@@ -173,13 +179,22 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
         comm_s=comm_s,
         attn_s_per_pair=attn_s_per_pair,
         kv_s_per_token=kv_s_per_token,
-        kv_capacity_tokens=int(kv_bytes // kv_bytes_per_gpu_token),
+        kv_capacity_tokens=kv_capacity_tokens(kv_bytes, mix.stored_per_token, plan),
         max_num_seqs=r.max_num_seqs,
         max_num_batched_tokens=r.max_num_batched_tokens,
         block_size=r.block_size,
         max_model_len=max_sequence_tokens(plan),
         elementwise_s=elementwise_s,
     )
+
+
+def kv_capacity_tokens(kv_bytes: float, per_token: float, plan: Plan) -> int:
+    """Tokens the engine's KV cache holds; with no layer caching every token (every layer windowed
+    or linear), every sequence the engine may run, at full length."""
+    if per_token > 0:
+        return int(kv_bytes // per_token)
+    r = plan.placement.rollout
+    return r.max_num_seqs * -(-max_sequence_tokens(plan) // r.block_size) * r.block_size
 
 
 def _layout_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -211,7 +226,7 @@ def _layout_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray) -> tuple[
     comm = np.zeros_like(n)
     if r.dp_attention:
         m = arch.moe
-        attention = arch.num_layers * arch.attention_params
+        attention = arch.mixer_params
         routed = arch.moe_layers * m.experts_per_token * arch.expert_params
         other = body - attention - routed  # dense FFNs, shared experts, routers: TP-split over all tokens
         own = np.maximum(micro / tp, 1.0)  # a GPU's own tokens of a micro-batch

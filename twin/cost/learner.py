@@ -36,6 +36,7 @@ from twin.config.plan import Plan
 from twin.cost import moe, transformer
 from twin.config.limits import reach
 from twin.cost.collectives import Topology
+from twin.cost.mixers import trainer_mixer_time
 from twin.engine.balance import balance
 from twin.cost.roofline import (attention_backward_time, attention_time, compute_time, elementwise_time_by_class,
                                 memory_time)
@@ -57,13 +58,15 @@ def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
     dense = transformer.body_params(arch) - moe.routed_active_params(arch)  # routed experts: moe.py
     gemm = factor * 2.0 * (dense + transformer.head_params(arch)) * tokens / split
     per_call = 2.0 * dense * max(rows, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / t.tp
-    attn_call = arch.attention_flops_per_token_pair / arch.num_layers * pairs / micro / t.tp
+    layers = transformer.context_attention_layers(arch)  # those whose attention reaches every token
+    attn_call = arch.attention_flops_per_token_pair / layers * pairs / micro / t.tp
     d_head = transformer.attention_head_dim(arch)
     forwards = 1.0 if kind == "score" else (2.0 if recompute else 1.0)
     attention = forwards * attention_time(attn_call, gpu, arch.dtype, d_head)
     if kind == "train":
         attention += attention_backward_time(attn_call, gpu, arch.dtype, d_head)
-    attention *= arch.num_layers / t.pp * micro
+    attention *= layers / t.pp * micro
+    attention += trainer_mixer_time(plan, tokens, pairs, kind)  # windowed, top-k, linear attention
     work = transformer.elementwise_work_by_class(arch, tokens, kind, kernels=kernels, recompute=recompute)
     # a stage launches its layers' kernels (1/pp of them) once per micro-batch, each TP-split
     elementwise = elementwise_time_by_class(work, gpu, kernel_factor=micro / t.pp, byte_divisor=split)

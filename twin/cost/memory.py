@@ -26,6 +26,7 @@ import numpy as np
 from twin.config.hardware import DTYPE_BYTES
 from twin.config.model import ModelArch
 from twin.config.plan import Plan
+from twin.cost.mixers import engine_mixers
 from twin.errors import InputError
 
 GiB = 2**30
@@ -145,7 +146,7 @@ def engine_weight_bytes(arch: ModelArch, rollout) -> float:
     FFNs and the vocabulary by TP, as SGLang runs DP attention)."""
     if not rollout.dp_attention:
         return arch.weight_bytes / (rollout.tp * rollout.pp)
-    attention = arch.num_layers * arch.attention_params * arch.bytes_per_param
+    attention = arch.mixer_params * arch.bytes_per_param
     return (attention + (arch.weight_bytes - attention) / rollout.tp) / rollout.pp
 
 
@@ -163,11 +164,22 @@ def rollout_memory(plan: Plan) -> RoleMemory:
     items["weights"] = engine_weight_bytes(arch, r) * DTYPE_BYTES[plan.rollout_dtype] / arch.bytes_per_param
     items["activation workspace"] = engine_workspace_bytes(arch, plan)
     budget = cap * r.gpu_memory_utilization
-    kv = budget - sum(items.values())
     max_len = max_sequence_tokens(plan)
+    mix = engine_mixers(arch, r, max_len, plan.kv_dtype, engine_kv_shards(arch, r))
+    states = r.max_num_seqs * mix.stored_per_sequence  # twin.cost.mixers: one per sequence it may run
+    if states > 0:
+        items["recurrent state and windows"] = states
+    kv = budget - sum(items.values())
     # in whole KV blocks: the engine holds a sequence only if its blocks fit
     need = -(-max_len // r.block_size) * r.block_size * kv_bytes_per_token(plan) / engine_kv_shards(arch, r)
+    if mix.grows:
+        need = -(-max_len // r.block_size) * r.block_size * mix.stored_per_token
     problem = fix = None
+    if states > 0 and kv < need:
+        room = budget - sum(v for k, v in items.items() if k != "recurrent state and windows") - need
+        most = int(max(room, 0.0) // mix.stored_per_sequence)
+        fix = (f"lower placement.rollout.max_num_seqs to at most {most}" if most >= 1 else
+               "raise placement.rollout.tp or gpu_memory_utilization, or shorten responses")
     if not in_process and budget + resident > cap:
         # vLLM's start-up check: the memory free when it starts must cover its whole budget
         room = (cap - resident) / cap
@@ -178,11 +190,15 @@ def rollout_memory(plan: Plan) -> RoleMemory:
                    f"state left on each GPU while it generates ({resident / GiB:.1f} GiB) exceed the GPU: "
                    f"vLLM refuses to start")
     elif kv <= 0:
-        problem = (f"weights and workspace take {sum(items.values()) / GiB:.1f} GiB per rollout GPU "
+        what = "weights, workspace and recurrent state" if states > 0 else "weights and workspace"
+        problem = (f"{what} take {sum(items.values()) / GiB:.1f} GiB per rollout GPU "
                    f"of its {budget / GiB:.1f} GiB budget, leaving nothing for the KV cache")
     elif kv < need:
         problem = (f"rollout KV cache of {kv / GiB:.1f} GiB per GPU cannot hold one "
                    f"{max_len}-token sequence in {r.block_size}-token blocks ({need / GiB:.2f} GiB)")
+        if states > 0:
+            problem += (f" beside the recurrent state and windows of {r.max_num_seqs} sequences "
+                        f"({states / GiB:.2f} GiB)")
     items["KV cache"] = max(kv, 0.0)
     return RoleMemory("rollout", budget, items, problem,
                       "placement.rollout" if problem else None, fix)

@@ -116,10 +116,11 @@ def cp_ring_time(plan: Plan, topo: Topology, tokens: float, pairs: float, kind: 
     chunk = tokens / micro * kv_width * arch.bytes_per_param / min(t.tp, arch.num_kv_heads)
     ring = topo.gpus(0, t.tp * t.cp)
     hop = topo.p2p_time(chunk, ring[0], ring[-1] if t.cp > 1 else ring[0])  # the ring's slowest hop
-    attn = attention_time(arch.attention_flops_per_token_pair / arch.num_layers * pairs / micro / t.tp,
+    layers = transformer.context_attention_layers(arch)  # the ring runs in the full-attention layers
+    attn = attention_time(arch.attention_flops_per_token_pair / layers * pairs / micro / t.tp,
                           gpu, arch.dtype, transformer.attention_head_dim(arch))
     forward = (t.cp - 1) * max(0.0, hop - attn / t.cp)
     backward = (t.cp - 1) * max(0.0, 2 * hop - 2 * attn / t.cp)  # K, V and dK, dV; backward ≈ 2× forward
     forwards = 1 if kind == "score" else (2 if t.recompute else 1)
     per_layer = forwards * forward + (backward if kind == "train" else 0.0)
-    return arch.num_layers / t.pp * micro * per_layer
+    return layers / t.pp * micro * per_layer

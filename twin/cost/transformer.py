@@ -52,16 +52,38 @@ def forward_flops(arch: ModelArch, tokens: float, attention_pairs: float, logit_
 
 def training_flops(arch: ModelArch, seq_lengths, recompute: bool) -> float:
     """Forward + backward (2× forward) over whole sequences, plus one more forward with
-    activation recomputation."""
+    activation recomputation. Windowed, top-k and linear-attention layers add their own
+    forward FLOP (:func:`sequence_mixer_flops`)."""
     s = np.asarray(seq_lengths, dtype=np.float64)
-    fwd = forward_flops(arch, s.sum(), causal_pairs(s), s.sum())
+    fwd = forward_flops(arch, s.sum(), causal_pairs(s), s.sum()) + sequence_mixer_flops(arch, s)
     return fwd * (4.0 if recompute else 3.0)
+
+
+def windowed_pairs(lengths, span: int) -> float:
+    """(query, key) pairs of causal sequences whose queries reach back at most ``span`` tokens:
+    s(s+1)/2 up to the span, then ``span`` per further token."""
+    s = np.asarray(lengths, dtype=np.float64)
+    w = float(span)
+    capped = np.where(s <= w, s * (s + 1) / 2, w * (w + 1) / 2 + (s - w) * w)
+    return float(capped.sum())
+
+
+def sequence_mixer_flops(arch: ModelArch, lengths) -> float:
+    """Forward FLOP of whole sequences in the mixers that the full-attention pairs do not carry:
+    windowed and top-k attention over their capped pairs, linear recurrences per token."""
+    if not arch.windowed_attention and not arch.linear_attention:
+        return 0.0
+    s = np.asarray(lengths, dtype=np.float64)
+    flops = arch.linear_flops_per_token * float(s.sum())
+    for w in arch.windowed_attention:
+        flops += w.layers * w.flops_per_pair * windowed_pairs(s, w.span)
+    return flops
 
 
 def logprob_flops(arch: ModelArch, seq_lengths) -> float:
     """A scoring forward pass (old-logprob, reference, reward model): logits everywhere."""
     s = np.asarray(seq_lengths, dtype=np.float64)
-    return forward_flops(arch, s.sum(), causal_pairs(s), s.sum())
+    return forward_flops(arch, s.sum(), causal_pairs(s), s.sum()) + sequence_mixer_flops(arch, s)
 
 
 def experts_touched(arch: ModelArch, tokens: float) -> float:
@@ -82,13 +104,24 @@ def weight_bytes_read(arch: ModelArch, tokens):
     """
     n = np.asarray(tokens, dtype=np.float64)
     b = arch.bytes_per_param
-    dense = arch.num_layers * arch.attention_params + arch.dense_layers * arch.dense_ffn_params
+    dense = arch.mixer_params + arch.dense_layers * arch.dense_ffn_params
     read = dense + head_params(arch) + n * arch.hidden_size
     if arch.moe:
-        per_layer = (experts_touched(arch, n) + arch.moe.shared_experts) * arch.expert_params
+        if arch.moe.shared_expert_intermediate_size is None:
+            per_layer = (experts_touched(arch, n) + arch.moe.shared_experts) * arch.expert_params
+        else:
+            per_layer = experts_touched(arch, n) * arch.expert_params + arch.shared_expert_params
         read = read + arch.moe_layers * (per_layer + arch.moe.num_experts * arch.hidden_size)
     out = np.where(n > 0, read * b, 0.0)
     return float(out) if out.ndim == 0 else out
+
+
+def context_attention_layers(arch: ModelArch) -> int:
+    """Layers over which ``arch.attention_flops_per_token_pair`` is spent: the full-attention
+    layers (sparse attention: every attention layer's indexer); at least 1, so that a model
+    without any divides safely (its per-pair FLOP are then zero)."""
+    layers = arch.attention_layer_count if arch.sparse_attention else arch.full_attention_layers
+    return max(layers, 1)
 
 
 def attention_head_dim(arch: ModelArch) -> float:
@@ -114,6 +147,9 @@ def ffn_width(arch: ModelArch) -> float:
     if not arch.moe:
         return float(arch.intermediate_size)
     moe = (arch.moe.experts_per_token + arch.moe.shared_experts) * arch.moe.expert_intermediate_size
+    if arch.moe.shared_expert_intermediate_size is not None:
+        moe = (arch.moe.experts_per_token * arch.moe.expert_intermediate_size
+               + arch.moe.shared_experts * arch.moe.shared_expert_intermediate_size)
     return (arch.dense_layers * arch.intermediate_size + arch.moe_layers * moe) / arch.num_layers
 
 

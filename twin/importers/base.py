@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twin.config.model_catalog import lookup
 from twin.errors import InputError, choices
 
 _MISSING = object()
@@ -343,7 +344,7 @@ def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Pat
         knobs.mark(key)
         return None
     ref = knobs.str_(key)
-    fix = ("--set model=path/to/config.json (or a preset: --set model=NAME, see `twin list`); "
+    fix = ("--set model=path/to/config.json (or a preset or catalog name: --set model=NAME, see `twin list`); "
            "nothing is downloaded. Hub ids with a preset: " + ", ".join(sorted(HUB_PRESETS)))
     if ref is None:
         raise InputError("the inputs name no model", field=key, allowed=fix)
@@ -358,6 +359,8 @@ def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Pat
             return str((path / "config.json").resolve())
         if path.is_file() and path.suffix == ".json":
             return str(path.resolve())
+    if lookup(ref):  # the catalog knows it, or a base it is named after
+        return ref  # resolved (with a note of what it assumed) when the scenario is read
     looks_hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", ref) is not None and not Path(ref).exists()
     problem = ("a hub id without a built-in preset" if looks_hub else
                "no model folder with a config.json there")
