@@ -153,6 +153,11 @@ class RolloutPlacement(Strict):
         "whatever the weights' (vLLM's auto).")
     router: Literal["round_robin", "least_loaded"] = Field(
         default="least_loaded", description="How new requests pick an engine.")
+    prefix_caching: bool = Field(
+        default=True, description="KV prefix caching (vLLM V1 enable_prefix_caching, its default and verl's; "
+        "SGLang's radix cache): a GRPO group's responses go to one engine and prefill their shared prompt "
+        "once, and a preempted sequence resumes from the blocks of it still cached (freed blocks are "
+        "evicted least recently freed first, a sequence's tail first). false: every prefill from scratch.")
     scheduling: Literal["overlapped", "synchronous"] = Field(
         default="overlapped",
         description="overlapped: the host schedules the next step while the GPU runs this one (vLLM async "

@@ -68,6 +68,8 @@ class EngineCosts:
     # behind an eager host), and the DynamicCache's copy per cached token; 0 for other engines
     host_floor_s: float = 0.0
     cache_copy_s_per_token: float = 0.0
+    # vLLM V1 / SGLang prefix caching: freed blocks stay cached until reused (twin.engine.reference)
+    prefix_caching: bool = False
 
     def iteration_time(self, n: int, pairs: float, kv_tokens: float) -> float:
         """Seconds of one iteration (the formula of the module docstring)."""
@@ -186,6 +188,7 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
         block_size=r.block_size,
         max_model_len=max_sequence_tokens(plan),
         elementwise_s=elementwise_s,
+        prefix_caching=r.prefix_caching,
     )
 
 
