@@ -104,19 +104,27 @@ def engine_costs(plan: Plan, kernels: transformer.Kernels = "fused") -> EngineCo
     Engine kind ``hf_generate`` is the eager table with HF's host dispatch and cache growth
     (twin.cost.hf_generate).
     """
-    if plan.placement.rollout.engine == "hf_generate":
+    r = plan.placement.rollout
+    if r.engine == "hf_generate":
         from twin.cost.hf_generate import hf_generate_costs
 
         return hf_generate_costs(_engine_costs(plan, "eager"), plan)
-    return _engine_costs(plan, kernels)
+    from twin.cost import engine_modes  # eager execution, speculative decoding: table transforms
+
+    spec = r.speculative != "none"
+    costs = _engine_costs(plan, kernels, logit_rows=r.max_num_seqs * (r.num_speculative_tokens + 1) if spec else None)
+    if r.enforce_eager:
+        costs = engine_modes.eager(costs, plan)
+    return engine_modes.speculative(costs, plan) if spec else costs
 
 
-def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
+def _engine_costs(plan: Plan, kernels: transformer.Kernels, logit_rows: int | None = None) -> EngineCosts:
     arch, gpu = plan.model, plan.gpu
     r = plan.placement.rollout
     tp, dtype = r.tp, arch.dtype
     n = np.arange(r.max_num_batched_tokens + 1, dtype=np.float64)
-    logit_tokens = np.minimum(n, r.max_num_seqs)  # sampling needs logits only per sequence
+    # sampling needs logits only per sequence (a speculative verify step: at every verified position)
+    logit_tokens = np.minimum(n, logit_rows or r.max_num_seqs)
     peak = gpu.compute.peak(dtype)  # attention runs on the KV cache's activations, in the model's dtype
     # placement.rollout.dtype (fp8 weights): GEMMs at the profile's peak for it, under the same
     # efficiency curves (h100-sxm notes fp8 reaches 0.709 of its peak at large size against
