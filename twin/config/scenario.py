@@ -447,6 +447,11 @@ class Workload(Strict):
     multi_turn: MultiTurn | None = Field(default=None, description="Tool calls between turns (agentic RL); none by default.")
     schedule: Schedule | None = Field(default=None, description="Lengths that change over the run (by step "
                                       "window or a stated growth); none: the same lengths every step.")
+    lengths: Literal["given", "assumed"] | None = Field(
+        default=None, description="Whether the response lengths are the user's (given) or the twin's default "
+        "shape (assumed: an importer found none in the config, or the scenario names none). Default: assumed "
+        "when response_tokens is not set. Reports say so, with the step's sensitivity to them (twin fit LOG "
+        "fits them from a run's logs).")
 
     @field_validator("response_tokens")
     @classmethod
@@ -454,6 +459,12 @@ class Workload(Strict):
         if not np.isfinite(d.upper_bound()):
             raise ValueError("an unbounded response length needs a 'max' (the max response length)")
         return d
+
+    @model_validator(mode="after")
+    def _lengths_known(self) -> Workload:
+        if self.lengths is None:
+            _fill(self, {"lengths": "given" if "response_tokens" in self.model_fields_set else "assumed"})
+        return self
 
     @model_validator(mode="after")
     def _sizes(self) -> Workload:

@@ -1,0 +1,40 @@
+"""How much a report's step moves with its response lengths, when those lengths are assumed.
+
+An importer that finds only a maximum response length in a config prices the run on the
+twin's default shape (its mean ~29% of the cap, ``twin.frameworks.base.workload``): the step
+time then follows an assumption, not the user's run. This study re-simulates the scenario with
+every response length scaled by each factor (its median ×0.5 and ×2 by default, clipped at the
+cap as the engine clips them), so a report can show the range the assumption spans beside the
+answer. Nothing is fitted: the factors are a plausible range, not a guess at the right length.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from twin import runner
+
+FACTORS = (0.5, 1.0, 2.0)
+
+
+def length_sensitivity(source: Any = None, overrides: Sequence[str] | dict | None = None,
+                       factors: Sequence[float] = FACTORS) -> list[dict[str, float]]:
+    """Step time with the response lengths scaled by each of ``factors``: per factor
+    ``{factor, median_tokens, mean_tokens, step_time_s}`` (``source``/``overrides`` as
+    :func:`twin.runner.run`; lengths scaled through ``workload.response_tokens.scale``)."""
+    plan = runner.plan(source, overrides)
+    base = plan.workload.response_tokens
+    rows = []
+    for f in factors:
+        scale = base.scale * f
+        lengths = base.model_copy(update={"scale": scale}).sample(np.random.default_rng(12345), 20_000)
+        if isinstance(overrides, Mapping):
+            over: Any = {**overrides, "workload.response_tokens.scale": scale}
+        else:
+            over = [*(overrides or ()), f"workload.response_tokens.scale={scale!r}"]
+        step = runner.run(source, over).to_dict()["step_time_s"]
+        rows.append({"factor": float(f), "median_tokens": float(np.median(lengths)),
+                     "mean_tokens": float(lengths.mean()), "step_time_s": float(step)})
+    return rows
