@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from twin import runner
+from twin.config.load import parse_overrides
 
 FACTORS = (0.5, 1.0, 2.0)
 
@@ -24,16 +25,16 @@ def length_sensitivity(source: Any = None, overrides: Sequence[str] | dict | Non
     """Step time with the response lengths scaled by each of ``factors``: per factor
     ``{factor, median_tokens, mean_tokens, step_time_s}`` (``source``/``overrides`` as
     :func:`twin.runner.run`; lengths scaled through ``workload.response_tokens.scale``)."""
-    plan = runner.plan(source, overrides)
+    fixed = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(overrides or ())
+    plan = runner.plan(source, fixed)
     base = plan.workload.response_tokens
     rows = []
     for f in factors:
-        scale = base.scale * f
-        lengths = base.model_copy(update={"scale": scale}).sample(np.random.default_rng(12345), 20_000)
-        if isinstance(overrides, Mapping):
-            over: Any = {**overrides, "workload.response_tokens.scale": scale}
-        else:
-            over = [*(overrides or ()), f"workload.response_tokens.scale={scale!r}"]
+        scaled = base.model_copy(update={"scale": base.scale * f})
+        lengths = scaled.sample(np.random.default_rng(12345), 20_000)
+        # the whole distribution: a scenario on the default shape names none to scale
+        over = {**fixed, "workload.response_tokens": scaled.model_dump(mode="json"),
+                "workload.lengths": plan.workload.lengths}
         step = runner.run(source, over).to_dict()["step_time_s"]
         rows.append({"factor": float(f), "median_tokens": float(np.median(lengths)),
                      "mean_tokens": float(lengths.mean()), "step_time_s": float(step)})
