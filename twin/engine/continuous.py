@@ -52,6 +52,16 @@ def _hit(req, eng, e, s, params):
 
 
 @njit
+def _recomputed(f, m, recomp):
+    """Of a chunk of ``m`` tokens from ``f``, those computed before a discard (below ``recomp``):
+    (tokens, their attention pairs, their KV read when the whole chunk is recomputed)."""
+    r = max(0, min(f + m, recomp) - f)
+    if r == 0:
+        return 0, 0, 0
+    return r, r * f + r * (r + 1) // 2, f if r == m else 0
+
+
+@njit
 def _plan(req, arrival, running, waiting, eng, e, clock, params, scratch):
     """Plan one iteration without changing state (see the reference's ``_plan``).
 
@@ -95,12 +105,8 @@ def _plan(req, arrival, running, waiting, eng, e, clock, params, scratch):
         n += m
         pairs += m * f + m * (m + 1) // 2
         kv += f
-        r = max(0, min(f + m, req[e, RECOMP, s]) - f)
-        if r > 0:
-            rec += r
-            rec_pairs += r * f + r * (r + 1) // 2
-            if r == m:
-                rec_kv += f
+        r, rp, rk = _recomputed(f, m, req[e, RECOMP, s])
+        rec, rec_pairs, rec_kv = rec + r, rec_pairs + rp, rec_kv + rk
         i += 1
     nsched = i
     nadm = 0
@@ -126,12 +132,8 @@ def _plan(req, arrival, running, waiting, eng, e, clock, params, scratch):
             n += m
             pairs += m * start + m * (m + 1) // 2
             kv += start
-            r = max(0, min(start + m, req[e, RECOMP, s]) - start)
-            if r > 0:
-                rec += r
-                rec_pairs += r * start + r * (r + 1) // 2
-                if r == m:
-                    rec_kv += start
+            r, rp, rk = _recomputed(start, m, req[e, RECOMP, s])
+            rec, rec_pairs, rec_kv = rec + r, rec_pairs + rp, rec_kv + rk
             nadm += 1
     pure = decoding and nsched == nrun and nrun > 0 and nadm == 0
     return nsched, nkeep, nadm, free, n, pairs, kv, pure, allocs, rec, rec_pairs, rec_kv
