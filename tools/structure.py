@@ -59,7 +59,9 @@ def imports(mods: dict[str, Path]) -> tuple[dict[str, set[str]], list[tuple[str,
                 names = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
             for name in names:
                 hit = _resolve(name, mods)
-                if id(node) not in inside and not _type_only(node, tree):
+                if _type_only(node, tree):
+                    continue  # `if TYPE_CHECKING:` imports make no arrow at run time
+                if id(node) not in inside:
                     top[mod].add(hit or name.split(".")[0])
                 if hit and hit != mod:
                     graph[mod].add(hit)

@@ -17,7 +17,8 @@ from twin.engine import EnginePool
 def synthetic_costs(*, max_num_seqs: int = 8, budget: int = 64, block_size: int = 4,
                     kv_tokens: int = 4096, overhead: float = 1e-3, linear: float = 2e-5,
                     weights: float = 4e-4, attn: float = 3e-7, kv: float = 2e-6,
-                    comm: float = 0.0, host_floor: float = 0.0, copy: float = 0.0) -> EngineCosts:
+                    comm: float = 0.0, host_floor: float = 0.0, copy: float = 0.0,
+                    prefix_caching: bool = False) -> EngineCosts:
     """A small EngineCosts whose compute and memory paths cross at modest batch and context
     (``host_floor``, ``copy``: HF generate's terms, twin.cost.hf_generate)."""
     n = np.arange(budget + 1, dtype=np.float64)
@@ -35,6 +36,7 @@ def synthetic_costs(*, max_num_seqs: int = 8, budget: int = 64, block_size: int 
         max_model_len=kv_tokens,
         host_floor_s=host_floor,
         cache_copy_s_per_token=copy,
+        prefix_caching=prefix_caching,
     )
 
 
@@ -63,6 +65,7 @@ class Workload:
     tool_latency: float = 0.0
     interrupt_at: float = math.inf
     keep: bool = True
+    group: int = 1  # consecutive first turns sharing a prompt and an arrival (GRPO's group)
 
 
 @dataclass
@@ -111,11 +114,14 @@ def drive(pool: EnginePool, w: Workload) -> Outcome:
         elif t_submit == t:
             handle(pool.advance(t))
             batch = []
+            only_first = True
             while first and first[0][0] <= t or later and later[0][0] <= t:
                 q = first if first and (not later or first[0][0] <= later[0][0]) else later
+                only_first = only_first and q is first
                 batch.append(q.popleft())
             a, ids, p, g = (np.array(x) for x in zip(*batch))
-            pool.submit(ids, p, g, a)
+            whole = only_first and len(batch) % w.group == 0
+            pool.submit(ids, p, g, a, group=w.group if whole else 1)
         else:
             events = pool.advance(t)
             assert len(events) > 0, "next_event_time promised a finish that advance did not deliver"

@@ -91,3 +91,55 @@ def test_arrivals_join_a_running_batch(small_costs):
     events = pool.advance()
     assert events.ids.tolist() == [1, 0]  # no waiting for the long one
     assert 0.05 < events.times[0] < 0.05 + 10 * small_costs.decode_time(2, 300)
+
+
+def _storm(prefix_caching: bool, backend: str = "kernel"):
+    """Eight sequences growing past a KV cache that holds about three of them."""
+    costs = synthetic_costs(max_num_seqs=8, budget=64, block_size=4, kv_tokens=160,
+                            prefix_caching=prefix_caching)
+    pool = EnginePool(costs, backend=backend)
+    pool.submit(np.arange(8), 10, 60, 0.0)
+    events = pool.advance()
+    return events, pool.stats()
+
+
+def test_recompute_is_counted_with_its_seconds():
+    events, stats = _storm(False)
+    assert stats.preemptions[0] > 0 and stats.wasted_tokens[0] > 0
+    assert 0 < stats.recompute_s[0] < stats.busy_s[0]
+    roomy = EnginePool(synthetic_costs(max_num_seqs=8, budget=64, block_size=4, kv_tokens=4096))
+    roomy.submit(np.arange(8), 10, 60, 0.0)
+    roomy.advance()
+    assert roomy.stats().recompute_s[0] == 0.0 and roomy.stats().wasted_tokens[0] == 0
+
+
+def test_prefix_cache_keeps_part_of_a_preempted_sequence():
+    """vLLM V1 frees a victim's blocks into the cache, tail first: what the others have not
+    reused by the time it is admitted again is a cache hit, not recomputed."""
+    _, plain = _storm(False)
+    events, cached = _storm(True)
+    assert sorted(events.ids.tolist()) == list(range(8))
+    assert cached.tokens_generated[0] == plain.tokens_generated[0] == 8 * 60
+    assert cached.wasted_tokens[0] < plain.wasted_tokens[0]
+    assert cached.recompute_s[0] < plain.recompute_s[0]
+    ref_events, ref = _storm(True, backend="reference")
+    np.testing.assert_allclose(np.sort(ref_events.times), np.sort(events.times), rtol=1e-9)
+    assert ref.wasted_tokens[0] == cached.wasted_tokens[0]
+
+
+def test_a_group_goes_to_one_engine_and_prefills_its_prompt_once():
+    """GRPO's n responses share a prompt: with prefix caching they are routed together and the
+    members after the first find its full blocks cached (the last partial block and the last
+    token are computed by each)."""
+    def run(prefix_caching):
+        costs = synthetic_costs(max_num_seqs=8, budget=512, block_size=4, kv_tokens=4096, linear=1e-4,
+                                weights=0.0, attn=0.0, kv=0.0, overhead=0.0, prefix_caching=prefix_caching)
+        pool = EnginePool(costs, 2)
+        engines = pool.submit(np.arange(8), 40, 5, 0.0, group=4)
+        return engines, pool.advance().times.max()
+    engines, t_cached = run(True)
+    assert engines.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    spread, t_plain = run(False)
+    assert len(set(spread[:4].tolist())) > 1  # without it, least-loaded spreads the members
+    # per engine: one prefill of 40 tokens + three of 4 (40 - 36 cached), against 2 x 40 spread
+    assert t_cached < t_plain

@@ -14,7 +14,7 @@ def test_kernel_costs_carry_the_table():
     costs = synthetic_costs(budget=32, block_size=4, kv_tokens=103)
     kc = KernelCosts.of(costs)
     assert kc.tab.shape == (3, 33)
-    assert kc.params.tolist() == [costs.max_num_seqs, 32, 4, 25] and total_blocks(costs) == 25
+    assert kc.params.tolist() == [costs.max_num_seqs, 32, 4, 25, 0] and total_blocks(costs) == 25
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -18,10 +18,12 @@ from twin.engine.router import ROUTERS
 def scenarios(draw, kinds=("continuous", "static")):
     """Random costs, pools and workloads small enough for the reference to step through
     (``hf_generate`` among ``kinds``: HF generate's host floor and cache copy drawn too)."""
-    n = draw(st.integers(1, 20))
-    prompts = np.array(draw(st.lists(st.integers(1, 40), min_size=n, max_size=n)))
+    group = draw(st.sampled_from([1, 1, 2, 3]))  # GRPO groups: one prompt, one arrival
+    n = group * draw(st.integers(1, 20 // group))
+    prompts = np.repeat(draw(st.lists(st.integers(1, 40), min_size=n // group, max_size=n // group)), group)
     news = np.array(draw(st.lists(st.integers(1, 90), min_size=n, max_size=n)))
-    gaps = draw(st.lists(st.sampled_from([0.0, 0.0, 0.003, 0.02, 0.1]), min_size=n, max_size=n))
+    gaps = np.repeat(draw(st.lists(st.sampled_from([0.0, 0.0, 0.003, 0.02, 0.1]), min_size=n // group,
+                                   max_size=n // group)), group) * (np.arange(n) % group == 0)
     second = {}
     for i in draw(st.sets(st.integers(0, n - 1), max_size=n)):
         second[i] = (draw(st.integers(1, 20)), draw(st.integers(1, 30)))
@@ -41,12 +43,14 @@ def scenarios(draw, kinds=("continuous", "static")):
         # off the grid of the drawn gaps and interrupts: no boundary is a rounding tie
         host_floor=draw(st.sampled_from([0.0, 1.7e-3, 0.0371])) if "hf_generate" in kinds else 0.0,
         copy=draw(st.sampled_from([0.0, 1.3e-6, 1.1e-5])) if "hf_generate" in kinds else 0.0,
+        prefix_caching=draw(st.booleans()),
     )
     workload = Workload(
         ids=np.arange(n), prompts=prompts, news=news, arrivals=np.cumsum(gaps),
         second_turn=second, tool_latency=draw(st.sampled_from([0.0, 0.01, 0.2])),
         interrupt_at=draw(st.sampled_from([math.inf, 0.0, 0.013, 0.05, 0.31])),
         keep=draw(st.booleans()),
+        group=group,
     )
     pool = dict(engines=draw(st.integers(1, 3)), kind=draw(st.sampled_from(kinds)),
                 router=draw(st.sampled_from(ROUTERS)))
@@ -62,6 +66,7 @@ def assert_same(a, b):
     for name in ("tokens_generated", "preemptions", "wasted_tokens", "padding_tokens"):
         np.testing.assert_array_equal(getattr(sa, name), getattr(sb, name), err_msg=name)
     np.testing.assert_allclose(sa.busy_s, sb.busy_s, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(sa.recompute_s, sb.recompute_s, rtol=1e-9, atol=1e-12)
     spans_a, spans_b = a.pool.spans(), b.pool.spans()
     np.testing.assert_array_equal(spans_a.engines, spans_b.engines)
     np.testing.assert_allclose(spans_a.starts, spans_b.starts, rtol=1e-9, atol=1e-12)

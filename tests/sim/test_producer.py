@@ -83,9 +83,9 @@ class Log:
         pool = prod.pool
         submit, advance, interrupt = pool.submit, pool.advance, pool.interrupt
 
-        def logged_submit(ids, prompt_tokens, new_tokens, arrival, follow=None):
+        def logged_submit(ids, prompt_tokens, new_tokens, arrival, follow=None, group=1):
             self.submits.append((float(np.max(arrival)), np.atleast_1d(np.asarray(ids)).copy()))
-            return submit(ids, prompt_tokens, new_tokens, arrival, follow)
+            return submit(ids, prompt_tokens, new_tokens, arrival, follow, group=group)
 
         def logged_advance(until=math.inf, *, settle=False, since=None):
             return self._note(advance(until, settle=settle, since=since))
@@ -263,8 +263,8 @@ def test_partial_rollout_interrupts_generation_which_continues_under_the_new_wei
     assert prod.version == 1 and prod.pending_update is None
     assert log.arrival_of(2) == at                       # C: admitted when the weights arrived
     assert prod.pool.outstanding().sum() == 2            # A goes on, beside C
-    assert prod.pool.stats().wasted_tokens.sum() > 0     # A's KV cache, dropped by the update
     second = prod.take(1)
+    assert prod.pool.stats().wasted_tokens.sum() > 0     # A's KV cache, dropped by the update, recomputed
     assert list(second.generated) == [2000.0] and list(second.context) == [2100.0]
     assert second.min_version == 0
     assert log.finish[0] > at and second.last_gen_end == log.finish[0]

@@ -36,7 +36,15 @@ def assumptions(plan: Plan) -> list[dict[str, Any]]:
                   "the GPU waits for the host every engine step (vLLM V1 up to 0.13)")},
     ]
     lengths = w.response_tokens.sample(np.random.default_rng(12345), _SAMPLES)
-    out.append({"field": "workload.response_tokens", "value": w.response_tokens.kind,
-                "note": f"median {float(np.median(lengths)):,.0f}, mean {float(lengths.mean()):,.0f}, "
-                        f"cap {w.max_response_tokens:,} tokens per turn; lengths set most of a step's time"})
+    summary = (f"median {float(np.median(lengths)):,.0f}, mean {float(lengths.mean()):,.0f}, "
+               f"cap {w.max_response_tokens:,} tokens per turn")
+    if w.lengths == "assumed":
+        entry = {"field": "workload.response_tokens", "value": f"{w.response_tokens.kind} (ASSUMED)",
+                 "note": f"{summary}, {float(lengths.mean()) / w.max_response_tokens:.0%} of the cap: the twin's "
+                         "default shape, not your run's; a step's time follows its lengths (the median x0.5 and "
+                         "x2: twin.studies.sensitivity.length_sensitivity); fit them from your logs with twin fit LOG"}
+        out.insert(0, entry)  # the most influential assumption when it is one
+    else:
+        out.append({"field": "workload.response_tokens", "value": w.response_tokens.kind,
+                    "note": f"{summary}; lengths set most of a step's time"})
     return out

@@ -63,7 +63,8 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
     counters = report.counters
     if counters.get("preemptions"):
         lines.append(f"  KV cache full: {counters['preemptions']:,.0f} preemptions, "
-                     f"{counters['wasted_tokens']:,.0f} tokens recomputed")
+                     f"{counters['wasted_tokens']:,.0f} tokens recomputed, "
+                     f"{counters.get('recompute_s_per_engine_step', 0.0):,.2f} s of each engine's step")
     for reason, count in report.dropped.items():
         lines.append(f"  dropped {count:,} trajectories: {reason}")
     if verdict:

@@ -193,6 +193,30 @@ class RolloutPlacement(Strict):
         "whatever the weights' (vLLM's auto).")
     router: Literal["round_robin", "least_loaded"] = Field(
         default="least_loaded", description="How new requests pick an engine.")
+    enforce_eager: bool = Field(
+        default=False, description="vLLM enforce_eager: no CUDA graphs, every kernel dispatched by the host, "
+        "so no iteration is shorter than the host's dispatch of its kernels (docs/cost-models.md).")
+    speculative: Literal["none", "mtp", "eagle", "draft_model"] = Field(
+        default="none", description="Speculative decoding (vLLM speculative_config, chain drafting): mtp (the "
+        "model's multi-token-prediction head) or eagle (an EAGLE head), each one layer of the model's width, or "
+        "draft_model (speculative_draft_model): num_speculative_tokens drafted per step, verified in one forward.")
+    num_speculative_tokens: Count = Field(
+        default=3, description="Draft tokens per step (vLLM num_speculative_tokens), verified together.")
+    speculative_acceptance: float | None = Field(
+        default=None, gt=0, lt=1, description="Probability that a draft token is accepted (each independently): "
+        "tokens per step (1 - a^(k+1)) / (1 - a). Default for mtp 0.85 (DeepSeek-V3 report); eagle and "
+        "draft_model need this or speculative_accepted_per_step (it depends on the drafter and the policy).")
+    speculative_accepted_per_step: float | None = Field(
+        default=None, ge=1, description="Measured mean tokens a sequence gains per verify step, accepted drafts "
+        "+ 1 (vLLM's spec-decode metrics: mean acceptance length); overrides speculative_acceptance.")
+    speculative_draft_model: ModelArch | None = Field(
+        default=None, description="The draft model of speculative: draft_model (a preset name, inline "
+        "architecture or config.json path), run at the engine's tp.")
+    prefix_caching: bool = Field(
+        default=True, description="KV prefix caching (vLLM V1 enable_prefix_caching, its default and verl's; "
+        "SGLang's radix cache): a GRPO group's responses go to one engine and prefill their shared prompt "
+        "once, and a preempted sequence resumes from the blocks of it still cached (freed blocks are "
+        "evicted least recently freed first, a sequence's tail first). false: every prefill from scratch.")
     scheduling: Literal["overlapped", "synchronous"] = Field(
         default="overlapped",
         description="overlapped: the host schedules the next step while the GPU runs this one (vLLM async "
@@ -204,6 +228,22 @@ class RolloutPlacement(Strict):
     @model_validator(mode="after")
     def _sizes(self) -> RolloutPlacement:
         limits.check_rollout(self)
+        return self
+
+    @field_validator("speculative_draft_model", mode="before")
+    @classmethod
+    def _draft_model(cls, value, info: ValidationInfo):
+        return None if value is None else resolve_model(value, "placement.rollout.speculative_draft_model",
+                                                         _base_dir(info))
+
+    @model_validator(mode="after")
+    def _speculative_inputs(self) -> RolloutPlacement:
+        if self.speculative in ("eagle", "draft_model") and self.speculative_acceptance is None \
+                and self.speculative_accepted_per_step is None:
+            raise ValueError(f"speculative: {self.speculative} needs speculative_acceptance or "
+                             "speculative_accepted_per_step (it depends on the drafter and the policy)")
+        if self.speculative == "draft_model" and self.speculative_draft_model is None:
+            raise ValueError("speculative: draft_model needs speculative_draft_model (a model preset or config)")
         return self
 
     @model_validator(mode="after")
@@ -447,6 +487,11 @@ class Workload(Strict):
     multi_turn: MultiTurn | None = Field(default=None, description="Tool calls between turns (agentic RL); none by default.")
     schedule: Schedule | None = Field(default=None, description="Lengths that change over the run (by step "
                                       "window or a stated growth); none: the same lengths every step.")
+    lengths: Literal["given", "assumed"] | None = Field(
+        default=None, description="Whether the response lengths are the user's (given) or the twin's default "
+        "shape (assumed: an importer found none in the config, or the scenario names none). Default: assumed "
+        "when response_tokens is not set. Reports say so, with the step's sensitivity to them (twin fit LOG "
+        "fits them from a run's logs).")
 
     @field_validator("response_tokens")
     @classmethod
@@ -454,6 +499,12 @@ class Workload(Strict):
         if not np.isfinite(d.upper_bound()):
             raise ValueError("an unbounded response length needs a 'max' (the max response length)")
         return d
+
+    @model_validator(mode="after")
+    def _lengths_known(self) -> Workload:
+        if self.lengths is None:
+            _fill(self, {"lengths": "given" if "response_tokens" in self.model_fields_set else "assumed"})
+        return self
 
     @model_validator(mode="after")
     def _sizes(self) -> Workload:

@@ -11,6 +11,10 @@ The GEMMs and the attention kernels run one after the other on the GPU's stream,
 bounded by its own roofline and their times add: a decode GEMM of a large batch that is
 compute-bound does not hide the attention kernel's KV-cache read that follows it.
 
+The routed experts of a MoE model are not in the roofline: they run as vLLM's/SGLang's
+fused-MoE block (router, top-k, align, two grouped GEMMs streaming the touched experts, sum),
+priced by ``moe_engine.fused_moe_s`` and added to ``comm`` with the other serial terms.
+
 ``overhead`` is the host's share of a step that the GPU waits for: small when the engine
 schedules the next step while the GPU runs this one, a few milliseconds when it does not
 (``placement.rollout.scheduling``). ``comm[n]`` holds the terms that run *serially* with the
@@ -36,10 +40,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.config.plan import Plan
-from twin.cost import transformer
-from twin.cost.collectives import Topology
 from twin.config.hardware import DTYPE_BYTES
+from twin.config.plan import Plan
+from twin.cost import engine_modes, moe_engine, transformer
+from twin.cost.collectives import Topology
+from twin.cost.hf_generate import hf_generate_costs
 from twin.cost.memory import engine_kv_shards, max_sequence_tokens, rollout_memory
 from twin.cost.mixers import engine_mixers
 from twin.cost.roofline import elementwise_op_time, memory_rate
@@ -65,6 +70,8 @@ class EngineCosts:
     # behind an eager host), and the DynamicCache's copy per cached token; 0 for other engines
     host_floor_s: float = 0.0
     cache_copy_s_per_token: float = 0.0
+    # vLLM V1 / SGLang prefix caching: freed blocks stay cached until reused (twin.engine.reference)
+    prefix_caching: bool = False
 
     def iteration_time(self, n: int, pairs: float, kv_tokens: float) -> float:
         """Seconds of one iteration (the formula of the module docstring)."""
@@ -99,19 +106,23 @@ def engine_costs(plan: Plan, kernels: transformer.Kernels = "fused") -> EngineCo
     Engine kind ``hf_generate`` is the eager table with HF's host dispatch and cache growth
     (twin.cost.hf_generate).
     """
-    if plan.placement.rollout.engine == "hf_generate":
-        from twin.cost.hf_generate import hf_generate_costs
-
+    r = plan.placement.rollout
+    if r.engine == "hf_generate":
         return hf_generate_costs(_engine_costs(plan, "eager"), plan)
-    return _engine_costs(plan, kernels)
+    spec = r.speculative != "none"
+    costs = _engine_costs(plan, kernels, logit_rows=r.max_num_seqs * (r.num_speculative_tokens + 1) if spec else None)
+    if r.enforce_eager:
+        costs = engine_modes.eager(costs, plan)
+    return engine_modes.speculative(costs, plan, lambda draft: _engine_costs(draft, "fused")) if spec else costs
 
 
-def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
+def _engine_costs(plan: Plan, kernels: transformer.Kernels, logit_rows: int | None = None) -> EngineCosts:
     arch, gpu = plan.model, plan.gpu
     r = plan.placement.rollout
     tp, dtype = r.tp, arch.dtype
     n = np.arange(r.max_num_batched_tokens + 1, dtype=np.float64)
-    logit_tokens = np.minimum(n, r.max_num_seqs)  # sampling needs logits only per sequence
+    # sampling needs logits only per sequence (a speculative verify step: at every verified position)
+    logit_tokens = np.minimum(n, logit_rows or r.max_num_seqs)
     peak = gpu.compute.peak(dtype)  # attention runs on the KV cache's activations, in the model's dtype
     # placement.rollout.dtype (fp8 weights): GEMMs at the profile's peak for it, under the same
     # efficiency curves (h100-sxm notes fp8 reaches 0.709 of its peak at large size against
@@ -122,19 +133,22 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
     if r.pp > 1 or r.dp_attention:
         linear_s, weight_bytes, comm_s = _layout_terms(plan, n, logit_tokens)
     else:
-        per_call = 2.0 * transformer.body_params(arch) * np.maximum(n, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp
+        # the routed experts run as the fused-MoE block (moe_engine), serial with the rest
+        body = transformer.body_params(arch) - moe_engine.routed_active_params(plan)
+        per_call = 2.0 * body * np.maximum(n, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp
         body_eff = c.gemm_eff_array(per_call, n)
         head_eff = c.gemm_eff_array(2.0 * transformer.head_params(arch) * np.maximum(logit_tokens, 1.0) / tp, logit_tokens)
-        linear_s = np.where(n > 0, (2.0 * transformer.body_params(arch) * n / body_eff
+        linear_s = np.where(n > 0, (2.0 * body * n / body_eff
                                     + 2.0 * transformer.head_params(arch) * logit_tokens / head_eff) / (tp * gemm_peak), 0.0)
-        weight_bytes = transformer.weight_bytes_read(arch, n) * weight_scale / tp
-        comm_s = np.zeros_like(n)
+        dense_bytes = transformer.weight_bytes_read(arch, n) - moe_engine.routed_bytes_read(plan, n)
+        weight_bytes = dense_bytes * weight_scale / tp
+        comm_s = moe_engine.fused_moe_s(plan, n, whole_experts=r.expert_parallel)
         if tp > 1:  # an engine across nodes: the group's ring crosses the inter-node link (Topology)
             topo = Topology.of(plan.cluster)
             fixed, per_byte = topo.collective_cost("all_reduce", topo.gpus(0, tp))
             # Megatron-style TP: two all-reduces of the hidden states per layer.
             hidden_bytes = n * arch.hidden_size * arch.bytes_per_param
-            comm_s = np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * hidden_bytes), 0.0)
+            comm_s = comm_s + np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * hidden_bytes), 0.0)
     weights_s = weight_bytes / memory_rate(gpu, float(weight_bytes[-1]))
     # element-wise bytes are linear in (tokens, sequences): a·n + b·rows; kernels are fixed.
     # Without class curves in the profile the work is priced as one average kernel (as
@@ -185,6 +199,7 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
         block_size=r.block_size,
         max_model_len=max_sequence_tokens(plan),
         elementwise_s=elementwise_s,
+        prefix_caching=r.prefix_caching,
     )
 
 
@@ -211,7 +226,7 @@ def _layout_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray) -> tuple[
     tp GPUs runs the attention of its own n/tp tokens with whole attention weights (no
     all-reduce); every MoE layer dispatches its tokens' top-k rows to the experts' GPUs and
     combines them back (two all-to-alls over the engine's GPUs per MoE layer and micro-batch),
-    expert GEMMs at the grouped-GEMM efficiency of one expert's rows; dense FFN layers, shared
+    each GPU's E/tp whole experts run as the fused-MoE block (``moe_engine``); dense FFN layers, shared
     experts and the vocabulary stay tensor-split over all the tokens (a dense layer gathers and
     scatters them: one all-reduce's traffic).
     """
@@ -227,21 +242,21 @@ def _layout_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray) -> tuple[
     if r.dp_attention:
         m = arch.moe
         attention = arch.mixer_params
-        routed = arch.moe_layers * m.experts_per_token * arch.expert_params
+        routed = moe_engine.routed_active_params(plan)
         other = body - attention - routed  # dense FFNs, shared experts, routers: TP-split over all tokens
         own = np.maximum(micro / tp, 1.0)  # a GPU's own tokens of a micro-batch
         attn_eff = c.gemm_eff_array(2.0 * attention * own / (2 * arch.num_layers), own)  # QKV and output
         rows = np.maximum(micro, 1.0)
         other_eff = c.gemm_eff_array(2.0 * other * rows / (2 * arch.num_layers) / tp, rows)
-        expert_rows = np.maximum(micro * m.experts_per_token / m.num_experts, 1.0)
-        expert_eff = c.gemm_eff_array(2.0 * expert_rows * h * m.expert_intermediate_size, expert_rows)
         head_rows = np.maximum(logit_tokens / pp, 1.0)
         head_eff = c.gemm_eff_array(2.0 * head * head_rows / tp, head_rows)
         flops_s = (2.0 * attention * n / attn_eff + 2.0 * other * n / np.maximum(other_eff, 1e-9)
-                   + 2.0 * routed * n / expert_eff + 2.0 * head * logit_tokens / head_eff) / (tp * pp * peak)
+                   + 2.0 * head * logit_tokens / head_eff) / (tp * pp * peak)
         attention_bytes = attention * b * scale
-        read = transformer.weight_bytes_read(arch, micro) * scale
+        read = (transformer.weight_bytes_read(arch, micro) - moe_engine.routed_bytes_read(plan, micro)) * scale
         weight_bytes = attention_bytes + (read - attention_bytes) / tp  # whole attention; a share of the rest
+        # every GPU holds E/tp whole experts and computes them for the dispatched micro-batch
+        comm = comm + moe_engine.fused_moe_s(plan, micro, whole_experts=True)
         group = topo.gpus(0, tp)
         slope = topo.all_to_all_time(2.0, group) - topo.all_to_all_time(1.0, group)  # linear in bytes
         fixed = topo.all_to_all_time(1.0, group) - slope
@@ -251,12 +266,15 @@ def _layout_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray) -> tuple[
             ar_fixed, ar_byte = topo.collective_cost("all_reduce", group)
             comm = comm + np.where(n > 0, arch.dense_layers * (ar_fixed + ar_byte * micro * h * b), 0.0)
     else:
+        body = body - moe_engine.routed_active_params(plan)  # the routed experts: the fused-MoE block
         rows = np.maximum(micro, 1.0)
         body_eff = c.gemm_eff_array(2.0 * body * rows / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp, rows)
         head_rows = np.maximum(logit_tokens / pp, 1.0)
         head_eff = c.gemm_eff_array(2.0 * head * head_rows / tp, head_rows)
         flops_s = (2.0 * body * n / body_eff + 2.0 * head * logit_tokens / head_eff) / (tp * pp * peak)
-        weight_bytes = transformer.weight_bytes_read(arch, micro) * scale / tp
+        read = transformer.weight_bytes_read(arch, micro) - moe_engine.routed_bytes_read(plan, micro)
+        weight_bytes = read * scale / tp
+        comm = comm + moe_engine.fused_moe_s(plan, micro, whole_experts=r.expert_parallel)
         if tp > 1:
             fixed, per_byte = topo.collective_cost("all_reduce", topo.gpus(0, tp))
             comm = comm + np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * micro * h * b), 0.0)

@@ -32,6 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from twin.config.model import ModelArch
+from twin.cost import transformer
+from twin.cost.roofline import memory_rate
 
 TRANSFORMERS_VERSION = "5.24.0"
 
@@ -62,8 +64,6 @@ PROFILE_ITERATION_OPS = 22
 def priced_ops_per_layer(arch: ModelArch) -> float:
     """Kernels of one layer the twin prices by rate (GEMMs, attention, the eager element-wise
     kernels, the K and V cache writes), so that their dispatch is inside their calibrated rates."""
-    from twin.cost import transformer
-
     return transformer.GEMMS_PER_LAYER + 1 + transformer.layer_elementwise(arch, "eager")[1] + 2
 
 
@@ -110,8 +110,6 @@ def cache_copy_bytes_per_token(arch: ModelArch) -> float:
 def hf_generate_costs(costs, plan):
     """``costs`` (an eager :class:`twin.cost.engine.EngineCosts` of ``plan``) as HF generate runs
     them: host dispatch per step, the cache's growth by concatenation (the module's formula)."""
-    from twin.cost.roofline import memory_rate
-
     arch, gpu = plan.model, plan.gpu
     padded = plan.workload.prompt_tokens.kind != "fixed"
     host = host_cost(arch, gpu.overhead, gpu.kind, padded)

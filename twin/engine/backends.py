@@ -18,12 +18,12 @@ import numpy as np
 from twin.cost.engine import EngineCosts
 from twin.engine import drivers
 from twin.engine.layout import (BUSY, CLOCK, EV_ENGINE, EV_FIELDS, EV_ID, EV_LEFT, EV_STEP,
-                                LEAST_LOADED, PADDING, PREEMPTIONS, RET_END, RET_NEXT, SPAN_END,
+                                LEAST_LOADED, PADDING, PREEMPTIONS, RECOMPUTE_S, RET_END, RET_NEXT, SPAN_END,
                                 SPAN_START, TOKENS, TURN_END, TURN_NEXT, WASTED, KernelCosts,
                                 PoolArrays, TurnArrays, total_blocks)
 from twin.engine.reference import reference_engine
 
-COUNTERS = ("busy_s", "tokens_generated", "preemptions", "wasted_tokens", "padding_tokens")
+COUNTERS = ("busy_s", "tokens_generated", "preemptions", "wasted_tokens", "padding_tokens", "recompute_s")
 
 Triple = tuple[np.ndarray, np.ndarray, np.ndarray]
 Finishes = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # id, time, engine, left, step
@@ -96,7 +96,7 @@ class KernelBackend:
         live = np.r_[nxt[end > nxt], ret[RET_NEXT][ret[RET_END] > ret[RET_NEXT]]]
         return int(live.min()) if live.size else self.t.base + self.t.held
 
-    def submit(self, engines, ids, prompts, news, arrivals, follow=None) -> None:
+    def submit(self, engines, ids, prompts, news, arrivals, follow=None, prefixes=None) -> None:
         counts = np.bincount(engines, minlength=self.s.eng.shape[0])
         self.s.reserve(int((self.s.outstanding() + counts).max()))
         first, last = _follow_rows(ids.size, follow)
@@ -104,8 +104,11 @@ class KernelBackend:
             base = self.t.add(*(np.asarray(f) for f in follow[1:]), self._first_live())
             first, last = first + base, last + base
         s = self.s
+        if prefixes is None:
+            prefixes = np.zeros(ids.size, np.int64)
         drivers.submit_requests(s.req, s.arrival, s.waiting, s.free_slots, s.eng,
-                                engines, ids, prompts, news, arrivals, first, last)
+                                engines, ids, prompts, news, arrivals, first, last,
+                                np.asarray(prefixes, np.int64))
 
     def _buffers(self, s: PoolArrays, t: TurnArrays):
         """Event and span buffers that hold every turn still to finish."""
@@ -177,7 +180,7 @@ class KernelBackend:
         eng, engf = self.s.eng, self.s.engf
         return {"busy_s": engf[:, BUSY].copy(), "tokens_generated": eng[:, TOKENS].copy(),
                 "preemptions": eng[:, PREEMPTIONS].copy(), "wasted_tokens": eng[:, WASTED].copy(),
-                "padding_tokens": eng[:, PADDING].copy()}
+                "padding_tokens": eng[:, PADDING].copy(), "recompute_s": engf[:, RECOMPUTE_S].copy()}
 
     def spans(self) -> Triple:
         engf = self.s.engf
@@ -207,11 +210,14 @@ class ReferenceBackend:
     def clocks(self) -> np.ndarray:
         return np.array([e.clock for e in self.engines], np.float64)
 
-    def submit(self, engines, ids, prompts, news, arrivals, follow=None) -> None:
+    def submit(self, engines, ids, prompts, news, arrivals, follow=None, prefixes=None) -> None:
         first, last = _follow_rows(ids.size, follow)
         rows = list(zip(*(np.asarray(f).tolist() for f in follow[1:]))) if follow is not None else []
+        if prefixes is None:
+            prefixes = np.zeros(ids.size, np.int64)
         for k, (e, i, p, g, a) in enumerate(zip(engines, ids, prompts, news, arrivals)):
-            self.engines[e].submit(int(i), int(p), int(g), float(a), tuple(rows[first[k]:last[k]]))
+            self.engines[e].submit(int(i), int(p), int(g), float(a), tuple(rows[first[k]:last[k]]),
+                                   int(prefixes[k]))
 
     @staticmethod
     def _peek(engine) -> float:

@@ -24,9 +24,11 @@ from twin.engine.bookkeeping import (abort_in_flight, arrived_by, drop_arrived, 
                                      wake_if_idle)
 from twin.engine.iteration import (decode_run_time, iteration_time, iterations_until_reached,
                                    iterations_within)
-from twin.engine.layout import (BLOCK_SIZE, BLOCKS, CLOCK, COMPUTED, FREE_BLOCKS, GENERATED, ID,
-                                MAX_SEQS, NEW, NRUN, PREEMPTIONS, PROMPT, TOKEN_BUDGET, TOKENS,
-                                TOTAL_BLOCKS, WASTED, WCOUNT, WHEAD)
+from twin.engine.layout import (ALLOCS, BLOCK_SIZE, BLOCKS, CACHED, CLOCK, COMPUTED, EVICT,
+                                FREE_BLOCKS, GENERATED, ID, MAX_SEQS, NEW, NRUN, PREEMPTIONS,
+                                PREFIX, PREFIX_CACHING, PROMPT, RECOMP, RECOMPUTE_S, S_ADM_BLOCKS,
+                                S_ADM_START, S_ADM_TOKENS, S_RUN_BLOCKS, S_RUN_TOKENS, S_VICTIM_MARK,
+                                TOKEN_BUDGET, TOKENS, TOTAL_BLOCKS, WASTED, WCOUNT, WHEAD)
 from twin.jit import njit
 
 
@@ -36,12 +38,38 @@ def _cdiv(a, b):
 
 
 @njit
+def _hit(req, eng, e, s, params):
+    """A waiting request's prefix-cache hit: (tokens already computed, own cached blocks reused)
+    (the reference's ``ContinuousEngine._hit``)."""
+    if params[PREFIX_CACHING] == 0:
+        return 0, 0
+    bs = params[BLOCK_SIZE]
+    cached = req[e, CACHED, s]
+    retained = cached - min(max(0, eng[e, ALLOCS] - req[e, EVICT, s]), cached)
+    tokens = req[e, PROMPT, s] + req[e, GENERATED, s]
+    hit = min(max(retained, req[e, PREFIX, s] // bs), (tokens - 1) // bs)
+    return hit * bs, min(retained, hit)
+
+
+@njit
+def _recomputed(f, m, recomp):
+    """Of a chunk of ``m`` tokens from ``f``, those computed before a discard (below ``recomp``):
+    (tokens, their attention pairs, their KV read when the whole chunk is recomputed)."""
+    r = max(0, min(f + m, recomp) - f)
+    if r == 0:
+        return 0, 0, 0
+    return r, r * f + r * (r + 1) // 2, f if r == m else 0
+
+
+@njit
 def _plan(req, arrival, running, waiting, eng, e, clock, params, scratch):
     """Plan one iteration without changing state (see the reference's ``_plan``).
 
-    Writes tokens and new blocks per scheduled running sequence to ``scratch[0|1, i]`` and per
-    admitted waiting request to ``scratch[2|3, k]``. Returns (scheduled, kept, admitted,
-    free blocks after, tokens, attention pairs, kv tokens, pure decode?).
+    Writes per scheduled running sequence its tokens and new blocks, per admitted request its
+    tokens, blocks, first token and own cached blocks, per victim its eviction mark, to the
+    ``S_*`` rows of ``scratch``. Returns (scheduled, kept, admitted, free blocks after, tokens,
+    attention pairs, kv tokens, pure decode?, blocks allocated, recomputed tokens, their pairs,
+    their kv tokens).
     """
     budget, bs = params[TOKEN_BUDGET], params[BLOCK_SIZE]
     free = eng[e, FREE_BLOCKS]
@@ -50,6 +78,10 @@ def _plan(req, arrival, running, waiting, eng, e, clock, params, scratch):
     n = 0
     pairs = 0
     kv = 0
+    allocs = 0
+    rec = 0
+    rec_pairs = 0
+    rec_kv = 0
     decoding = True
     i = 0
     while i < nkeep and budget > 0:
@@ -57,20 +89,24 @@ def _plan(req, arrival, running, waiting, eng, e, clock, params, scratch):
         tokens = req[e, PROMPT, s] + req[e, GENERATED, s]
         f = req[e, COMPUTED, s]
         m = min(tokens - f, budget)
-        need = max(0, _cdiv(tokens, bs) - req[e, BLOCKS, s])
+        need = max(0, _cdiv(f + m, bs) - req[e, BLOCKS, s])
         while need > free and nkeep > i:  # preempt the newest running sequence
             nkeep -= 1
+            scratch[S_VICTIM_MARK, nkeep] = eng[e, ALLOCS] + allocs + free
             free += req[e, BLOCKS, running[e, nkeep]]
         if nkeep == i:
             break
         decoding = decoding and tokens - f == 1
         free -= need
+        allocs += need
         budget -= m
-        scratch[0, i] = m
-        scratch[1, i] = need
+        scratch[S_RUN_TOKENS, i] = m
+        scratch[S_RUN_BLOCKS, i] = need
         n += m
         pairs += m * f + m * (m + 1) // 2
         kv += f
+        r, rp, rk = _recomputed(f, m, req[e, RECOMP, s])
+        rec, rec_pairs, rec_kv = rec + r, rec_pairs + rp, rec_kv + rk
         i += 1
     nsched = i
     nadm = 0
@@ -82,21 +118,25 @@ def _plan(req, arrival, running, waiting, eng, e, clock, params, scratch):
             if not arrived_by(arrival[e, s], clock):
                 break
             tokens = req[e, PROMPT, s] + req[e, GENERATED, s]
-            f = req[e, COMPUTED, s]
-            need = _cdiv(tokens, bs) - req[e, BLOCKS, s]
+            start, own = _hit(req, eng, e, s, params)
+            m = min(tokens - start, budget)
+            need = _cdiv(start + m, bs)
             if need > free:
                 break
-            m = min(tokens - f, budget)
             free -= need
+            allocs += need - own
             budget -= m
-            scratch[2, nadm] = m
-            scratch[3, nadm] = need
+            scratch[S_ADM_TOKENS, nadm] = m
+            scratch[S_ADM_BLOCKS, nadm] = need
+            scratch[S_ADM_START, nadm] = start
             n += m
-            pairs += m * f + m * (m + 1) // 2
-            kv += f
+            pairs += m * start + m * (m + 1) // 2
+            kv += start
+            r, rp, rk = _recomputed(start, m, req[e, RECOMP, s])
+            rec, rec_pairs, rec_kv = rec + r, rec_pairs + rp, rec_kv + rk
             nadm += 1
     pure = decoding and nsched == nrun and nrun > 0 and nadm == 0
-    return nsched, nkeep, nadm, free, n, pairs, kv, pure
+    return nsched, nkeep, nadm, free, n, pairs, kv, pure, allocs, rec, rec_pairs, rec_kv
 
 
 @njit
@@ -104,6 +144,7 @@ def _take_tokens(req, eng, e, s, m, need):
     """Commit ``m`` computed tokens; a sequence with all its tokens computed samples one."""
     req[e, BLOCKS, s] += need
     req[e, COMPUTED, s] += m
+    req[e, CACHED, s] = 0
     if req[e, COMPUTED, s] == req[e, PROMPT, s] + req[e, GENERATED, s]:
         req[e, GENERATED, s] += 1
         eng[e, TOKENS] += 1
@@ -170,7 +211,7 @@ def advance_continuous(req, arrival, running, waiting, free_slots, eng, engf, ta
             clock = wake_if_idle(arrival, waiting, eng, engf, e, until)
             if clock < 0.0:
                 break
-        nsched, nkeep, nadm, free, n, pairs, kv, pure = _plan(
+        nsched, nkeep, nadm, free, n, pairs, kv, pure, allocs, rec, rec_pairs, rec_kv = _plan(
             req, arrival, running, waiting, eng, e, clock, params, scratch)
         if n == 0:
             raise RuntimeError("scheduler made no progress (a request larger than the KV cache?)")
@@ -182,36 +223,50 @@ def advance_continuous(req, arrival, running, waiting, free_slots, eng, engf, ta
             nrun = eng[e, NRUN]
             dt = decode_run_time(tab, cf, nrun, kv, k)
             held = 0
+            before = 0
             for i in range(nrun):
                 s = running[e, i]
+                before += req[e, BLOCKS, s]
                 req[e, COMPUTED, s] += k
                 req[e, GENERATED, s] += k
                 req[e, BLOCKS, s] = max(req[e, BLOCKS, s], _cdiv(req[e, COMPUTED, s], params[BLOCK_SIZE]))
                 held += req[e, BLOCKS, s]
             eng[e, TOKENS] += nrun * k
             eng[e, FREE_BLOCKS] = params[TOTAL_BLOCKS] - held
+            eng[e, ALLOCS] += held - before
         else:
             dt = iteration_time(tab, cf, n, float(pairs), float(kv))
             if clock + dt > until:
                 break
             nrun = eng[e, NRUN]
+            bs = params[BLOCK_SIZE]
             for i in range(nrun - 1, nkeep - 1, -1):  # newest first, so the oldest ends up in front
                 v = running[e, i]
-                eng[e, WASTED] += req[e, COMPUTED, v]
+                req[e, RECOMP, v] = max(req[e, RECOMP, v], req[e, COMPUTED, v])
+                req[e, CACHED, v] = req[e, COMPUTED, v] // bs if params[PREFIX_CACHING] != 0 else 0
+                req[e, EVICT, v] = scratch[S_VICTIM_MARK, i]
                 req[e, COMPUTED, v] = 0
                 req[e, BLOCKS, v] = 0
                 push_front(waiting, eng, e, v)
                 eng[e, PREEMPTIONS] += 1
             for i in range(nsched):
-                _take_tokens(req, eng, e, running[e, i], scratch[0, i], scratch[1, i])
+                _take_tokens(req, eng, e, running[e, i], scratch[S_RUN_TOKENS, i], scratch[S_RUN_BLOCKS, i])
             nrun = nkeep
             for k in range(nadm):
                 s = pop_front(waiting, eng, e)
                 running[e, nrun] = s
                 nrun += 1
-                _take_tokens(req, eng, e, s, scratch[2, k], scratch[3, k])
+                req[e, COMPUTED, s] = scratch[S_ADM_START, k]
+                _take_tokens(req, eng, e, s, scratch[S_ADM_TOKENS, k], scratch[S_ADM_BLOCKS, k])
             eng[e, NRUN] = nrun
             eng[e, FREE_BLOCKS] = free
+            eng[e, ALLOCS] += allocs
+            if rec > 0:
+                eng[e, WASTED] += rec
+                without = 0.0
+                if n > rec:
+                    without = iteration_time(tab, cf, n - rec, float(pairs - rec_pairs), float(kv - rec_kv))
+                engf[e, RECOMPUTE_S] += dt - without
         record_busy(engf, e, clock, dt, sp_e, sp_t, counts)
         engf[e, CLOCK] = clock + dt
         _finish(req, running, free_slots, eng, engf, e, ev_i, ev_t, counts)
@@ -220,7 +275,8 @@ def advance_continuous(req, arrival, running, waiting, free_slots, eng, engf, ta
 @njit
 def interrupt_continuous(req, arrival, running, waiting, free_slots, eng, engf, params, e, at, keep,
                          dropped, n_dropped, sp_e, sp_t, counts):
-    """Weight update at ``at``: re-queue running sequences without KV (``keep``) or drop them.
+    """Weight update at ``at``: re-queue running sequences without KV (``keep``) or drop them;
+    either way the prefix cache is reset.
 
     Returns the new number of ids written to ``dropped``.
     """
@@ -229,7 +285,7 @@ def interrupt_continuous(req, arrival, running, waiting, free_slots, eng, engf, 
     if keep:
         for i in range(nrun - 1, -1, -1):
             s = running[e, i]
-            eng[e, WASTED] += req[e, COMPUTED, s]
+            req[e, RECOMP, s] = max(req[e, RECOMP, s], req[e, COMPUTED, s])
             req[e, COMPUTED, s] = 0
             req[e, BLOCKS, s] = 0
             push_front(waiting, eng, e, s)
@@ -240,6 +296,9 @@ def interrupt_continuous(req, arrival, running, waiting, free_slots, eng, engf, 
             n_dropped += 1
             release(req, free_slots, eng, e, s)
         n_dropped = drop_arrived(req, arrival, waiting, free_slots, eng, e, at, dropped, n_dropped)
+    cap = waiting.shape[1]
+    for k in range(eng[e, WCOUNT]):  # new weights: the prefix cache is reset
+        req[e, CACHED, waiting[e, (eng[e, WHEAD] + k) % cap]] = 0
     eng[e, NRUN] = 0
     eng[e, FREE_BLOCKS] = params[TOTAL_BLOCKS]
     return n_dropped

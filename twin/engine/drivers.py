@@ -28,9 +28,9 @@ import numpy as np
 
 from twin.engine.continuous import advance_continuous, interrupt_continuous
 from twin.engine.layout import (EV_CONTEXT, EV_ID, EV_LEFT, EV_NEXT, EV_STEP, EV_FIELDS, FU_NEW,
-                                FU_REPLY, ID, LEAST_LOADED, MAX_SEQS, NEW, NFREE, NRET, PROMPT,
+                                FU_REPLY, ID, LEAST_LOADED, MAX_SEQS, NEW, NFREE, NRET, PREFIX, PROMPT,
                                 RET_END, RET_FIELDS, RET_ID, RET_NEW, RET_NEXT, RET_PROMPT, RET_SEQ,
-                                SEQ, TURN_END, TURN_NEXT, WCOUNT, WHEAD)
+                                SCRATCH_ROWS, SEQ, TURN_END, TURN_NEXT, WCOUNT, WHEAD)
 from twin.engine.static import advance_static, interrupt_static
 from twin.jit import njit
 
@@ -49,15 +49,18 @@ def _enqueue(req, arrival, waiting, free_slots, eng, e, id_, prompt, new, at, tu
     arrival[e, slot] = at
     waiting[e, (eng[e, WHEAD] + eng[e, WCOUNT]) % waiting.shape[1]] = slot
     eng[e, WCOUNT] += 1
+    return slot
 
 
 @njit
 def submit_requests(req, arrival, waiting, free_slots, eng, engines, ids, prompts, news, arrivals,
-                    turn_next, turn_end):
-    """Append requests to their engines' waiting queues (slots must have been reserved)."""
+                    turn_next, turn_end, prefixes):
+    """Append requests to their engines' waiting queues (slots must have been reserved);
+    ``prefixes``: prompt tokens a group sibling caches for each (the PREFIX field)."""
     for k in range(ids.shape[0]):
-        _enqueue(req, arrival, waiting, free_slots, eng, engines[k], ids[k], prompts[k], news[k],
-                 arrivals[k], turn_next[k], turn_end[k])
+        slot = _enqueue(req, arrival, waiting, free_slots, eng, engines[k], ids[k], prompts[k], news[k],
+                        arrivals[k], turn_next[k], turn_end[k])
+        req[engines[k], PREFIX, slot] = prefixes[k]
 
 
 @njit
@@ -153,7 +156,7 @@ def peek_engines(static, req, arrival, running, waiting, free_slots, eng, engf, 
 
     Runs a copy of the engine's state, so the pool itself does not move.
     """
-    scratch = np.empty((4, params[MAX_SEQS]), np.int64)
+    scratch = np.empty((SCRATCH_ROWS, params[MAX_SEQS]), np.int64)
     for i in range(which.shape[0]):
         e = which[i]
         r, a = req[e:e + 1].copy(), arrival[e:e + 1].copy()
@@ -229,7 +232,7 @@ def advance_pool(static, req, arrival, running, waiting, free_slots, eng, engf, 
     """
     engines = eng.shape[0]
     cap = req.shape[2]
-    scratch = np.empty((4, params[MAX_SEQS]), np.int64)
+    scratch = np.empty((SCRATCH_ROWS, params[MAX_SEQS]), np.int64)
     popped = np.empty(RET_FIELDS, np.int64)
     unlimited = np.int64(1) << 62
     start = since

@@ -16,9 +16,13 @@ import numpy as np
 from twin.cost.engine import EngineCosts
 
 # req[engine, field, slot] (int64); TURN_NEXT..TURN_END: the request's follow-up turns, rows
-# of the pool's follow-up table (empty for a single-turn request)
-ID, PROMPT, NEW, GENERATED, COMPUTED, BLOCKS, TURN_NEXT, TURN_END = range(8)
-REQ_FIELDS = 8
+# of the pool's follow-up table (empty for a single-turn request); CACHED, EVICT: its full blocks
+# left in the prefix cache when it was preempted and the engine's ALLOCS at which the first is
+# evicted; RECOMP: tokens it had computed before its KV was discarded (recomputing them is
+# preemption's cost); PREFIX: prompt tokens a group sibling cached (reference.py has the rules)
+(ID, PROMPT, NEW, GENERATED, COMPUTED, BLOCKS, TURN_NEXT, TURN_END, CACHED, EVICT, RECOMP,
+ PREFIX) = range(12)
+REQ_FIELDS = 12
 
 # ev_i[field, event] (int64): a finished turn, the turns left after it, the context it ends
 # with (prompt + generated), its follow-up rows, and the lockstep step that handled it
@@ -41,21 +45,28 @@ FU_FIELDS = 2
 # routers, as the kernels know them
 ROUND_ROBIN, LEAST_LOADED = range(2)
 
-# eng[engine, field] (int64)
+# eng[engine, field] (int64); WASTED: tokens recomputed; ALLOCS: blocks the free pool handed out
 (NRUN, WHEAD, WCOUNT, NFREE, FREE_BLOCKS, TOKENS, PREEMPTIONS, WASTED, PADDING,
- BATCH_PROMPT, BATCH_LEN, BATCH_DONE, BATCH_PREFILL) = range(13)
-ENG_FIELDS = 13
+ BATCH_PROMPT, BATCH_LEN, BATCH_DONE, BATCH_PREFILL, ALLOCS) = range(14)
+ENG_FIELDS = 14
 
-# engf[engine, field] (float64); a span is open while SPAN_START is finite
-CLOCK, BUSY, SPAN_START, SPAN_END = range(4)
-ENGF_FIELDS = 4
+# engf[engine, field] (float64); a span is open while SPAN_START is finite; RECOMPUTE_S: the
+# marginal seconds of the iterations' recomputed tokens
+CLOCK, BUSY, SPAN_START, SPAN_END, RECOMPUTE_S = range(5)
+ENGF_FIELDS = 5
 
 # tab[row, tokens in the iteration] and cf[field]: the EngineCosts table
 LINEAR, WEIGHTS, COMM = range(3)
 OVERHEAD, ATTN_PER_PAIR, KV_PER_TOKEN, HOST_FLOOR, COPY_PER_TOKEN = range(5)
 
 # params[field]
-MAX_SEQS, TOKEN_BUDGET, BLOCK_SIZE, TOTAL_BLOCKS = range(4)
+MAX_SEQS, TOKEN_BUDGET, BLOCK_SIZE, TOTAL_BLOCKS, PREFIX_CACHING = range(5)
+
+# rows of the continuous kernel's per-iteration plan (scratch[row, i]): per scheduled running
+# sequence its tokens and new blocks; per admitted request its tokens, blocks and first token (a
+# cache hit); per victim (running index) its eviction mark
+S_RUN_TOKENS, S_RUN_BLOCKS, S_ADM_TOKENS, S_ADM_BLOCKS, S_ADM_START, S_VICTIM_MARK = range(6)
+SCRATCH_ROWS = 6
 
 
 @dataclass(frozen=True)
@@ -64,7 +75,7 @@ class KernelCosts:
 
     tab: np.ndarray      # (3, max_num_batched_tokens + 1): linear, weights, comm seconds
     cf: np.ndarray       # overhead_s, attn_s_per_pair, kv_s_per_token, host_floor_s, cache_copy_s_per_token
-    params: np.ndarray   # max_num_seqs, max_num_batched_tokens, block_size, total blocks
+    params: np.ndarray   # max_num_seqs, max_num_batched_tokens, block_size, total blocks, prefix caching
 
     @classmethod
     def of(cls, costs: EngineCosts) -> "KernelCosts":
@@ -74,7 +85,7 @@ class KernelCosts:
         cf = np.array([costs.overhead_s, costs.attn_s_per_pair, costs.kv_s_per_token, costs.host_floor_s,
                        costs.cache_copy_s_per_token], np.float64)
         params = np.array([costs.max_num_seqs, costs.max_num_batched_tokens, costs.block_size,
-                           total_blocks(costs)], np.int64)
+                           total_blocks(costs), int(costs.prefix_caching)], np.int64)
         return cls(tab, cf, params)
 
 

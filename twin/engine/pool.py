@@ -70,9 +70,11 @@ class EngineStats:
     """Per-engine counters, each an array indexed by engine.
 
     ``tokens_generated`` counts sampled response tokens (padding excluded, dropped work
-    included); ``wasted_tokens`` counts KV tokens discarded by preemption or by a
-    partial-rollout interrupt (they are computed again); ``padding_tokens`` is static
-    batching's padding of prompts and responses.
+    included); ``wasted_tokens`` counts tokens computed again after their KV was discarded by
+    preemption or by a partial-rollout interrupt (less what the prefix cache kept; static
+    batching: counted when discarded), ``recompute_s`` the seconds that cost (per iteration,
+    its time less what it would take without the recomputed tokens; continuous batching
+    only); ``padding_tokens`` is static batching's padding of prompts and responses.
     """
 
     clock_s: np.ndarray
@@ -81,6 +83,7 @@ class EngineStats:
     preemptions: np.ndarray
     wasted_tokens: np.ndarray
     padding_tokens: np.ndarray
+    recompute_s: np.ndarray
 
 
 def _sorted(ids, times, engines, left, step) -> Events:
@@ -143,7 +146,7 @@ class EnginePool:
         """When the earliest turn waiting on a tool comes back (inf: none)."""
         return self._backend.next_return()
 
-    def submit(self, ids, prompt_tokens, new_tokens, arrival, follow=None) -> np.ndarray:
+    def submit(self, ids, prompt_tokens, new_tokens, arrival, follow=None, group: int = 1) -> np.ndarray:
         """Queue requests; returns the engine each one was routed to.
 
         ``ids`` identify trajectories in events; ``prompt_tokens`` is the context the first
@@ -151,6 +154,10 @@ class EnginePool:
         ``follow``: the later turns, as ``(count, tool_s, reply_tokens, new_tokens)`` — turns
         per request, then per turn (requests in order, turns in order) the tool latency
         before it, the tool reply's tokens and the tokens to generate.
+        ``group``: consecutive requests that share a prompt (GRPO's responses per prompt). With
+        prefix caching a group goes to one engine, as vLLM's ``SamplingParams(n)`` and a
+        prompt-sharded batch send it, and its members after the first find the prompt's full
+        blocks cached (``twin.engine.reference``).
         """
         ids = np.atleast_1d(np.asarray(ids, np.int64))
         n = ids.size
@@ -173,10 +180,17 @@ class EnginePool:
         if np.any(np.diff(arrivals) < 0) or arrivals[0] < max(self.now, self._last_arrival):
             raise ValueError(f"arrivals must not go back in time (now {self.now}, "
                              f"last arrival {self._last_arrival})")
-        engines = route(self.router, n, self.outstanding(), int(self._rr[0]))
-        self._rr[0] = (self._rr[0] + n) % self.engines
+        prefixes = None
+        if self.costs.prefix_caching and group > 1 and n % group == 0:
+            groups = n // group
+            engines = np.repeat(route(self.router, groups, self.outstanding() // group, int(self._rr[0])), group)
+            self._rr[0] = (self._rr[0] + groups) % self.engines
+            prefixes = np.where(np.arange(n) % group == 0, 0, prompts)
+        else:
+            engines = route(self.router, n, self.outstanding(), int(self._rr[0]))
+            self._rr[0] = (self._rr[0] + n) % self.engines
         self._last_arrival = float(arrivals[-1])
-        self._backend.submit(engines, ids, prompts, news, arrivals, follow)
+        self._backend.submit(engines, ids, prompts, news, arrivals, follow, prefixes)
         self._dirty[engines] = True
         return engines
 

@@ -383,10 +383,13 @@ def workload(b: Builder, max_prompt: int | None, max_response: int | None,
         b.provenance["workload.response_tokens.max"] = b.provenance.get("workload.response_tokens", ("", ""))
     if max_prompt is not None:
         b.set("workload.prompt_tokens", {"kind": "fixed", "value": min(141, max_prompt)}, *prompt_keys)
-    b.note("lengths: the twin's default math-reasoning shapes (docs/validation.md, source E): prompts of "
-           "141 tokens (at most the configured maximum), responses the published mixture scaled from its "
-           "32,768-token cap to the configured maximum (each response the same share of its budget); give "
-           "your own with --set workload.response_tokens=...")
+    b.set("workload.lengths", "assumed")
+    share = MATH_RESPONSES.clipped_mean() / MATH_RESPONSES.max
+    b.note(f"LENGTHS ASSUMED (the config gives only maxima): the twin's default math-reasoning shapes "
+           f"(docs/validation.md, source E): prompts of 141 tokens (at most the configured maximum), responses "
+           f"the published mixture scaled from its 32,768-token cap to the configured maximum, so their mean is "
+           f"{share:.0%} of the cap whatever the task; a step's time follows its lengths: fit yours from a run's "
+           f"logs (twin fit LOG) or give them with --set workload.response_tokens=...")
 
 
 def ceil_div(a: int, b: int) -> int:

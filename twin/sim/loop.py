@@ -172,6 +172,10 @@ class _Loop:
             "tokens_generated": float(stats.tokens_generated.sum()),
             "preemptions": float(stats.preemptions.sum()),
             "wasted_tokens": float(stats.wasted_tokens.sum()),
+            # engine-seconds of recomputing discarded KV (preemption, partial-rollout interrupts),
+            # and per engine per step: how much of an engine's step it took
+            "recompute_s": float(stats.recompute_s.sum()),
+            "recompute_s_per_engine_step": float(stats.recompute_s.sum()) / max(1, stats.recompute_s.size * len(self.steps)),
             "padding_tokens": float(stats.padding_tokens.sum()),
             "reward_busy_s": prod.reward.busy_s,
             "weight_sync_s": self.sync.total_s,

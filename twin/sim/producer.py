@@ -210,7 +210,8 @@ class Producer:
         follow = (np.diff(batch.turn_start) - 1, batch.tool_s[k - 1], batch.reply[k - 1].astype(np.int64),
                   batch.gen[k].astype(np.int64))
         self.pool.submit(ids, np.maximum(batch.prompt, 1).astype(np.int64),
-                         batch.gen[batch.turn_start[:-1]].astype(np.int64), self.clock, follow)
+                         batch.gen[batch.turn_start[:-1]].astype(np.int64), self.clock, follow,
+                         group=self.plan.algorithm.responses_per_prompt)
 
     def submit_evaluation(self, prompts: int, samples: int) -> None:
         """Evaluation rollouts: they take engine time, never reach the trainer."""
