@@ -227,8 +227,25 @@ class TrainerPlacement(Strict):
         default=False, description="Colocated: weights and grads wait on the host while the engine "
         "generates (verl param_offload).")
     micro_batch_tokens: Count = Field(
-        default=16384, description="Tokens per GPU per micro-batch (verl ppo_max_token_len_per_gpu)."
+        default=16384, description="Tokens per GPU per micro-batch of the update (verl ppo_max_token_len_per_gpu)."
     )
+    logprob_micro_batch_tokens: Count | None = Field(
+        default=None, description="Tokens per GPU per micro-batch of a scoring pass (old log-probs, reference, "
+        "values; verl log_prob_max_token_len_per_gpu). None: micro_batch_tokens.")
+    logprob_kernel: Literal["fp32", "inplace", "fused"] = Field(
+        default="fp32",
+        description="How the learner turns the head's output into log-probs (twin/cost/logits.py): fp32, the "
+        "logits upcast to fp32 and a log-softmax whose gradient is a second fp32 tensor (HF loss code); "
+        "inplace, 16-bit logits and a cross-entropy kernel that writes their gradient into the same buffer "
+        "(verl's flash-attn cross_entropy_loss); fused, chunked linear + cross-entropy with no logits "
+        "tensor (verl use_fused_kernels, Liger).")
+    shard_size: Count | None = Field(
+        default=None, description="GPUs one copy of the sharded state spans (hybrid sharding, verl "
+        "fsdp_config.fsdp_size): ZeRO shards within groups of this many consecutive GPUs and the groups "
+        "hold replicas whose gradients are all-reduced. None: one group of all trainer GPUs / (tp × pp).")
+    remove_padding: bool = Field(
+        default=True, description="Compute only real tokens (verl use_remove_padding, packed sequences); "
+        "false: every sequence is computed at the padded length max prompt + max response.")
     kernels: Literal["eager", "fused"] = Field(
         default="eager",
         description="eager: HF model code, one kernel per norm/rotary/activation (verl FSDP, "
@@ -680,6 +697,11 @@ def placement_pools(scenario: Scenario) -> tuple[int, int]:
     if trainer % split:
         raise InputError("trainer GPUs must be a multiple of tp × pp × sp × cp",
                          field="placement.trainer.gpus", value=trainer, allowed=f"a multiple of {split}")
+    shards, size = trainer // (p.trainer.tp * p.trainer.pp), p.trainer.shard_size
+    if size is not None and size < shards and shards % size:
+        raise InputError("hybrid sharding splits the trainer into whole groups of shard_size GPUs",
+                         field="placement.trainer.shard_size", value=size,
+                         allowed=f"a divisor of trainer GPUs / (tp × pp) = {shards}, or at least {shards}")
     return rollout, trainer
 
 

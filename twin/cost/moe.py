@@ -28,10 +28,8 @@ the chunk in hand, so only what the attention does not hide is exposed.
 
 from __future__ import annotations
 
-import numpy as np
-
 from twin.config.model import ModelArch
-from twin.cost import transformer
+from twin.cost import micro_batch, transformer
 from twin.cost.collectives import Topology
 from twin.cost.roofline import attention_time, compute_time
 from twin.plan import Plan
@@ -79,7 +77,7 @@ def expert_gemm_time(plan: Plan, tokens: float, kind: str) -> float:
     factor = 1.0 if kind == "score" else (4.0 if recompute else 3.0)
     imbalance = t.expert_load_imbalance if t.ep > 1 else 1.0  # one rank holding every expert sums them
     flops = factor * 2.0 * routed_active_params(arch) * tokens / (t.tp * t.pp) * imbalance
-    micro_tokens = min(float(t.micro_batch_tokens), tokens)
+    micro_tokens = min(micro_batch.cap(t, kind), tokens)
     m = arch.moe
     routed_rows = micro_tokens * m.experts_per_token / t.tp  # the rank's rows of a micro-batch, all experts
     rows = max(1.0, routed_rows * t.ep / m.num_experts)  # one expert's
@@ -95,7 +93,7 @@ def ep_all_to_all_time(plan: Plan, topo: Topology, tokens: float, kind: str) -> 
     arch, t = plan.model, plan.placement.trainer
     if t.ep == 1 or not arch.moe or tokens <= 0:
         return 0.0
-    micro = max(1.0, float(np.ceil(tokens / t.micro_batch_tokens)))
+    micro = float(micro_batch.count(t, tokens, kind))
     sent = tokens / micro / t.tp * arch.moe.experts_per_token * arch.hidden_size * arch.bytes_per_param
     per_layer = 2 * topo.all_to_all_time(sent, ep_group(plan, topo))  # dispatch, combine
     return _directions(kind, t.recompute) * arch.moe_layers / t.pp * micro * per_layer
@@ -112,7 +110,7 @@ def cp_ring_time(plan: Plan, topo: Topology, tokens: float, pairs: float, kind: 
     _, kv_width = transformer._qkv_dims(arch)
     if not arch.mla:
         kv_width *= 2  # keys and values (MLA: the latent carries both)
-    micro = max(1.0, float(np.ceil(tokens / t.micro_batch_tokens)))
+    micro = float(micro_batch.count(t, tokens, kind))
     chunk = tokens / micro * kv_width * arch.bytes_per_param / min(t.tp, arch.num_kv_heads)
     ring = topo.gpus(0, t.tp * t.cp)
     hop = topo.p2p_time(chunk, ring[0], ring[-1] if t.cp > 1 else ring[0])  # the ring's slowest hop
