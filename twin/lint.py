@@ -98,8 +98,9 @@ def warnings(plan: Plan) -> list[str]:
 
     # Weight sync rates that the chosen method does not use (twin.cost.weight_sync).
     ws, method = s.weight_sync, sync_method(s)
-    if ws.expert_transfer != _default(WeightSync, "expert_transfer") and method not in ("nixl", "checkpoint_engine"):
-        out.append(f"weight_sync.expert_transfer does nothing with method {method}: only nixl and "
+    if ws.expert_transfer != _default(WeightSync, "expert_transfer") and method not in ("nixl", "checkpoint_engine",
+                                                                                       "p2p"):
+        out.append(f"weight_sync.expert_transfer does nothing with method {method}: only nixl, p2p and "
                    "checkpoint_engine choose between local and full experts.")
     if ws.quantise_on != _default(WeightSync, "quantise_on") and s.rollout_dtype == s.model.dtype:
         out.append("weight_sync.quantise_on does nothing: the engines keep the model's dtype "
@@ -107,7 +108,9 @@ def warnings(plan: Plan) -> list[str]:
     if ws.storage_bytes_per_s != _default(WeightSync, "storage_bytes_per_s") and method != "checkpoint":
         out.append(f"weight_sync.storage_bytes_per_s does nothing with method {method}: only method "
                    "checkpoint goes through storage.")
-    if ws.gather_convert_bytes_per_s is not None and method in ("reshard", "nccl_reshard"):
+    if ws.gather_convert_bytes_per_s is not None and method in ("reshard", "nccl_reshard", "p2p"):
         out.append(f"weight_sync.gather_convert_bytes_per_s does nothing with method {method}, which has "
                    "no gather/convert stage; it applies to nccl_broadcast and checkpoint.")
+    if ws.senders == "per_stage" and s.placement.trainer.pp == 1:
+        out.append("weight_sync.senders: per_stage does nothing with one pipeline stage (placement.trainer.pp 1).")
     return out

@@ -98,9 +98,10 @@ def _faster_network(plan: Plan, report: Report) -> Overrides:
 
 
 def _faster_sync(plan: Plan, report: Report) -> Overrides:
-    from twin.cost.weight_sync import call_overhead, convert_rate, staging_rate, tensor_overhead
+    from twin.cost.weight_sync import call_overhead, collective_overhead, convert_rate, staging_rate, tensor_overhead
 
-    return {"weight_sync.gather_convert_bytes_per_s": 2 * convert_rate(plan),
+    return {"weight_sync.collective_overhead_s": collective_overhead(plan) / 2,
+            "weight_sync.gather_convert_bytes_per_s": 2 * convert_rate(plan),
             "weight_sync.staging_bytes_per_s": 2 * staging_rate(plan),
             "weight_sync.call_overhead_s": call_overhead(plan) / 2,
             "weight_sync.tensor_overhead_s": tensor_overhead(plan) / 2}

@@ -474,14 +474,34 @@ class WeightSync(Strict):
     docs/cost-models.md, weight sync)."""
 
     method: Literal["auto", "reshard", "nccl_broadcast", "nccl_reshard", "checkpoint", "checkpoint_engine",
-                    "nixl"] = Field(
+                    "nixl", "p2p"] = Field(
         default="auto",
         description="auto: reshard when colocated, nccl_broadcast otherwise; nccl_reshard is "
         "NeMo-RL's shard-to-shard refit between separate pools; checkpoint_engine: buckets broadcast "
         "to every rollout node's host memory, each GPU copies its part in (H2D), stages pipelined; "
         "nixl: each rollout GPU pulls its shard from the trainer GPUs by RDMA (NIXL/UCX), double-"
-        "buffered so the wire overlaps loading.",
+        "buffered so the wire overlaps loading; p2p: one RDMA transfer per tensor shard from the trainer GPU "
+        "holding it to the rollout GPU keeping it (Mooncake transfer engine), nothing packed.",
     )
+    sender: Literal["auto", "fsdp", "megatron", "deepspeed"] = Field(
+        default="auto",
+        description="The trainer stack that gathers whole tensors from its shards before sending, one tensor "
+        "at a time: fsdp (full_tensor: an all-gather over the shard group), megatron (all-gathers over tp and, "
+        "for routed experts, ep, and a broadcast from the pipeline stage holding the tensor), deepspeed "
+        "(GatheredParameters: an all-gather over every ZeRO-3 rank). auto: megatron for a trainer with tp, pp "
+        "or ep > 1 or ZeRO below 3, else fsdp.")
+    senders: Literal["auto", "one", "per_stage", "per_rank"] = Field(
+        default="auto",
+        description="Who sends: one, whole tensors gathered (every collective of the sender) and sent by one "
+        "rank (verl); per_stage, gathered within each pipeline stage, the stages sending their own layers at "
+        "once (slime, NeMo-RL's Megatron refit); per_rank, every trainer GPU sends its own shards, nothing "
+        "gathered (NeMo-RL's checkpoint engine, NIXL, Mooncake). auto: per_rank for checkpoint_engine, nixl, "
+        "p2p and nccl_reshard, one otherwise.")
+    collective_overhead_s: float | None = Field(
+        default=None, ge=0, le=1,
+        description="Software cost of one collective the sync issues (a per-tensor gather, a bucket's or a "
+        "tensor's broadcast: the Python call, its launch and the wait), beside the topology's launch and hop "
+        "latency (default fitted on verl's fully-async per-tensor sync, H20).")
     bucket_bytes: float = Field(
         default=512 * 2**20, ge=0,
         description="Bucket size for gathering and sending (verl 512 MiB): each bucket costs one call "
@@ -516,7 +536,8 @@ class WeightSync(Strict):
         "vLLM load path; model-dtype bytes on the wire).")
     gather_convert_bytes_per_s: float | None = Field(
         default=None, gt=0,
-        description="Sender-side gather/convert/bucketing throughput (default fitted on verl's 72B).",
+        description="Sender-side gather/convert/bucketing throughput of an FSDP or DeepSpeed sender (default "
+        "fitted on verl's 72B); a Megatron sender converts on the GPU at its element-wise bandwidth.",
     )
     staging_bytes_per_s: float | None = Field(
         default=None, gt=0,
@@ -630,7 +651,8 @@ class Scenario(Strict):
                              field="placement.reward_model_gpus", value=0,
                              allowed=f">= reward.tp ({self.reward.tp})")
         method = self.weight_sync.method
-        if mode(p.mode).shares_gpus and method in ("nccl_broadcast", "nccl_reshard", "checkpoint_engine", "nixl"):
+        if mode(p.mode).shares_gpus and method in ("nccl_broadcast", "nccl_reshard", "checkpoint_engine", "nixl",
+                                                   "p2p"):
             raise InputError(f"weight sync method {method} moves weights from the trainer's GPUs to separate "
                              f"rollout GPUs; mode {p.mode} runs both on the same GPUs", field="weight_sync.method",
                              value=method, allowed=f"auto, reshard or checkpoint with mode {p.mode}")
