@@ -71,7 +71,7 @@ def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
     elementwise = elementwise_time_by_class(work, gpu, kernel_factor=micro / t.pp, byte_divisor=split)
     # placement.trainer.dtype: fp8 GEMMs (TransformerEngine) at the profile's fp8 peak; attention stays
     busy = (compute_time(gemm, gpu, plan.trainer_dtype, per_call, rows) + moe.expert_gemm_time(plan, tokens, kind)
-            + attention + elementwise)
+            + moe.routing_time(plan, tokens, kind) + attention + elementwise)
     return busy * pipeline_factor(micro, t.pp)
 
 

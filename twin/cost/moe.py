@@ -31,7 +31,7 @@ from __future__ import annotations
 from twin.config.model import ModelArch
 from twin.cost import micro_batch, transformer
 from twin.cost.collectives import Topology
-from twin.cost.roofline import attention_time, compute_time
+from twin.cost.roofline import attention_time, compute_time, elementwise_time
 from twin.plan import Plan
 
 
@@ -85,6 +85,39 @@ def expert_gemm_time(plan: Plan, tokens: float, kind: str) -> float:
     # their rows together, its tiles as short as one expert's rows.
     per_call = 2.0 * routed_rows * arch.hidden_size * m.expert_intermediate_size
     return compute_time(flops, gpu, arch.dtype, per_call, rows)
+
+
+def routing_time(plan: Plan, tokens: float, kind: str) -> float:
+    """Seconds of the memory-bound work around the experts on one GPU holding ``tokens`` tokens
+    of a pass, its 1/pp of the MoE layers (Megatron-Core's router and token dispatcher,
+    megatron/core/transformer/moe/router.py and token_dispatcher.py):
+
+    * **router**: the gate's scores over every expert in fp32 (``moe_router_dtype``), their
+      softmax or sigmoid and the top-k: written once, read and written once, read once — 4·E
+      bytes × 4 per token in 3 kernels; its backward about the same in 2. (The gate's matmul
+      is a dense GEMM, priced with the others.)
+    * **permute / unpermute**: each token copied to its k experts' rows (read h, write k·h) and
+      their outputs summed back weighted by the router's probabilities (read k·h and k
+      probabilities, write h), in the model's dtype, one kernel each (TransformerEngine's fused
+      ``moe_permute``/``moe_unpermute``); with expert parallelism the received tokens are sorted
+      by local expert and back once more (``sort_chunks_by_idxs``), a second pair. The backward
+      moves the same bytes again.
+
+    Each GPU handles its tokens / tp (sequence parallel) of a micro-batch per layer."""
+    arch, t, gpu = plan.model, plan.placement.trainer, plan.gpu
+    if not arch.moe or tokens <= 0:
+        return 0.0
+    m = arch.moe
+    routed = tokens / t.tp
+    pairs = 2 if t.ep > 1 else 1  # permute + unpermute, and the sort by local expert under EP
+    copy_bytes = pairs * 2 * (m.experts_per_token + 1) * arch.hidden_size * arch.bytes_per_param
+    router_bytes = 4 * 4 * m.num_experts
+    micro = float(micro_batch.count(t, tokens, kind))
+    layers = arch.moe_layers / t.pp
+    directions = _directions(kind, t.recompute)
+    per_direction = elementwise_time(routed * (copy_bytes + router_bytes) * layers, (2 * pairs + 3) * layers * micro,
+                                     gpu)
+    return directions * per_direction
 
 
 def ep_all_to_all_time(plan: Plan, topo: Topology, tokens: float, kind: str) -> float:
