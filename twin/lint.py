@@ -55,12 +55,15 @@ def warnings(plan: Plan) -> list[str]:
                    "in each update; use fewer trainer GPUs (or more tp/pp/sp), fewer minibatches or a "
                    "larger batch.")
 
-    # Memory offload only makes room for a colocated engine (twin.cost.memory, switch_time).
+    # On GPUs of its own the trainer offloads around each pass: time, and no memory at the pass's peak
+    # (twin.cost.phases.pass_offload_time).
     if not s.mode.shares_gpus:
         for flag in ("offload_params", "offload_optimizer"):
             if getattr(t, flag):
-                out.append(f"placement.trainer.{flag}: true does nothing in {p.mode} mode: offload only "
-                           "makes room for a colocated rollout engine; set it to false or use mode colocated.")
+                out.append(f"placement.trainer.{flag}: true in {p.mode} mode moves the state to the host and "
+                           "back around every learner pass (time over the host link) and saves no memory at a "
+                           "pass's peak; set it to false unless your stack does this (verl's param/optimizer "
+                           "offload does).")
 
     # Reward resources that nothing uses.
     kind = s.reward.kind
