@@ -160,6 +160,11 @@ class RolloutPlacement(Strict):
         "pays the GPU profile's overhead.per_iteration_s. synchronous: the GPU waits for the host every "
         "step (vLLM V1 up to 0.13, the engine of 2025's RL frameworks): overhead.synchronous_step_s.",
     )
+    step_overhead_s: float | None = Field(
+        default=None, ge=0, le=1,
+        description="The host's cost of one engine step on your stack (scheduling, input preparation, output "
+        "processing), replacing the GPU profile's per_iteration_s or synchronous_step_s that `scheduling` "
+        "picks; `twin fit --profile` fits it on your run's generation time.")
 
     @model_validator(mode="after")
     def _sizes(self) -> RolloutPlacement:

@@ -166,6 +166,8 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels) -> EngineCosts:
     kv_s_per_token = kv_bytes_per_gpu_token / memory_rate(gpu, float(weight_bytes[-1]))
     kv_bytes = rollout_memory(plan).items["KV cache"]
     overhead = gpu.overhead.per_iteration_s if r.scheduling == "overlapped" else gpu.overhead.synchronous_step_s
+    if r.step_overhead_s is not None:  # the stack's own, fitted on its run (twin fit --profile)
+        overhead = r.step_overhead_s
     return EngineCosts(
         overhead_s=overhead,
         linear_s=linear_s,

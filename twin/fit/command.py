@@ -131,9 +131,14 @@ def main(args) -> int:
     outputs.add("--json", args.json_path, stdout=True)
     outputs.add("--out", args.out)
     outputs.add("--case", args.case)
+    profile_out = getattr(args, "profile", None)
+    outputs.add("--profile", profile_out)
     if args.case and not args.scenario:
         raise InputError("--case needs --scenario (the case's base is the fitted scenario)", field="--case",
                          value=args.case)
+    if profile_out and not args.scenario:
+        raise InputError("--profile needs --scenario (its properties are fitted by simulating it)",
+                         field="--profile", value=profile_out)
     if args.window is not None and args.window < 1:
         raise InputError("a window must hold at least 1 step", field="--window", value=args.window)
     log = read_logs(args.logs, args.format)
@@ -148,7 +153,7 @@ def main(args) -> int:
                      prompts=scenario.algorithm.prompts_per_step if scenario else None)
     last = result["windows"][-1]
     span = f"steps {last['steps'][0]}-{last['steps'][1]}"
-    texts: dict[str, str | None] = {"--json": None, "--out": None, "--case": None}
+    texts: dict[str, str | None] = {"--json": None, "--out": None, "--case": None, "--profile": None}
     notes = []
     scheduled = _scheduled(result)
     n_win, logged = len(scheduled["schedule"]["windows"]), result["overall"]["steps"]
@@ -171,6 +176,10 @@ def main(args) -> int:
                 + _dump(fitted)
             notes.append(f"wrote {args.out}: {args.scenario} with workload.schedule ({n_win} windows) and {what} "
                          f"from the last window ({span}); --set run.steps={run_steps} simulates the logged run")
+        if profile_out:
+            texts["--profile"], report = _profile(args, log, result, data, steady, span)
+            notes.append(report)
+            notes.append(f"wrote {profile_out}: name it as the scenario's framework (framework: {profile_out})")
         if args.case:
             texts["--case"] = _case(args, log, last, steady, span)
             notes.append(f"wrote {args.case}: the run's own timings over {span} as a validation case "
@@ -193,6 +202,36 @@ def main(args) -> int:
     for note in notes:
         print(note, file=sys.stderr if args.json_path == "-" else sys.stdout)
     return 0
+
+
+def _window_data(data: dict, window: dict) -> dict:
+    """The scenario with one window's lengths (its steady state: no schedule)."""
+    from twin.config.load import apply_overrides
+
+    steady = apply_overrides(data, {f"workload.{k}": v for k, v in _workload(window).items()})
+    steady["workload"].pop("schedule", None)
+    return steady
+
+
+def _profile(args, log, result: dict, data: dict, steady: dict, span: str) -> tuple[str, str]:
+    """The profile fitted on the last window (``steady``), checked on the other windows."""
+    from twin.config.frameworks import FrameworkProfile
+    from twin.fit import profile
+
+    last = result["windows"][-1]
+    if not any(t["mean"] > 0 for t in last["timings"].values()):
+        raise InputError("the log's last window holds no timing to fit a profile on", field="--profile",
+                         value=span, allowed="per-step " + ", ".join(TIMINGS))
+    fits = profile.fit_profile(steady, last["timings"])
+    overrides = profile.fitted_overrides(fits)
+    others = [(tuple(w["steps"]), _window_data(data, w), w["timings"]) for w in result["windows"][:-1]]
+    held = profile.held_apart(others, overrides)
+    name = Path(args.profile).stem
+    doc = profile.profile_document(name, args.scenario, steady.get("framework"), log.files, span, fits)
+    FrameworkProfile.model_validate(doc)  # what `framework: OUT.yaml` will read
+    text = (f"# Written by `twin fit --profile`: the stack of {', '.join(log.files)}, fitted with scenario "
+            f"{args.scenario}.\n" + _dump(doc))
+    return text, profile.render(fits, held, span)
 
 
 def _case(args, log, last: dict, fitted: dict, span: str) -> str:
