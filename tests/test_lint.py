@@ -125,3 +125,9 @@ def test_warnings_survive_a_dump_and_reload(base):
     assert warnings(load_plan(s.scenario.model_dump(mode="json"))) == warnings(s)
     clean = load_plan(base)
     assert warnings(load_plan(clean.scenario.model_dump(mode="json"))) == []
+
+
+def test_per_stage_senders_without_pipeline_stages(base):
+    text = _one(base, ["weight_sync.senders=per_stage"], "weight_sync.senders")
+    assert "pp 1" in text
+    assert _warn(base, ["weight_sync.senders=per_stage", "placement.trainer.pp=2"]) == []

@@ -314,43 +314,84 @@ def weight_sync_cost(plan: Plan) -> WeightSyncCost:
             t += elementwise_time(where * (b_train + b_roll), tensors, plan.gpu)
         return t
 
-    c = collective_overhead(plan)
+    ctx = _Context(plan, ws, topo, method, tp, params, b_train, b_wire, shrink, w, tensors, t_tensor, t_call,
+                   collective_overhead(plan), trainer, rollout, passes)
     if method in ("reshard", "nccl_broadcast", "nccl_reshard", "checkpoint"):
-        if method == "reshard":
-            # the trainer's shards gathered tensor by tensor on its own GPUs (the wire of a reshard)
-            gather = 0.0
-            wire = sender_gather_time(plan, topo, tensors, waits=_calls(plan, w, tensors) >= tensors)
-            staged, sent = w / tp, w  # a bucket holds whole gathered tensors (SkyRL #161's 1 GB of IPC handles)
-            prec = passes(params / tp, params / tp)
-        elif method == "nccl_broadcast":
-            gather = (sender_gather_time(plan, topo, tensors, waits=_calls(plan, w, tensors) >= tensors)
-                      + convert_time(plan, params * b_train, tensors))
-            wire = _broadcast_time(plan, topo, rollout, w, _calls(plan, w, tensors), c)
-            staged, sent = w / tp, w
-            prec = passes(params, params / tp)
-        elif method == "nccl_reshard":
-            gather = 0.0
-            bulk = arch.ffn_params * b_wire * shrink
-            misc = w - bulk
-            per_gpu = bulk / tp  # each rollout GPU receives its own shard of the FFN weights
-            # The bulk moves point to point: a rollout GPU's shard arrives over its own link,
-            # while the trainer GPUs send in parallel; the misc part is one packed broadcast.
-            fixed, recv, send = _p2p_per_byte(topo, trainer, rollout)
-            send_per_gpu = bulk * (len(rollout) // tp) / plan.trainer_gpus
-            wire = fixed + max(recv * per_gpu, send * send_per_gpu)
-            wire += topo.collective_time("broadcast", misc, [0, *rollout]) + c
-            staged = sent = per_gpu + misc
-            prec = passes(params / plan.trainer_gpus, staged / (b_wire * shrink))
-        else:
-            gather = sender_gather_time(plan, topo, tensors) + convert_time(plan, params * b_train, tensors)
-            wire = 2 * w / ws.storage_bytes_per_s
-            staged, sent = w / tp, w
-            prec = passes(params, params / tp)
-        if method == "nccl_reshard":  # written shard to shard into the engine's fused parameters
-            tensors = tensor_count(arch, "engine")
-        overhead = _calls(plan, sent, tensors) * t_call + tensors * t_tensor
-        return WeightSyncCost(method, gather, wire, staged / staging_rate(plan), overhead, prec)
+        return _serial_cost(ctx)
+    return _pipelined_cost(ctx)
 
+
+@dataclass(frozen=True)
+class _Context:
+    """What every method's pricing reads (see :func:`weight_sync_cost`)."""
+
+    plan: Plan
+    ws: object
+    topo: Topology
+    method: str
+    tp: int
+    params: float
+    b_train: float
+    b_wire: float
+    shrink: float
+    w: float
+    tensors: int
+    t_tensor: float
+    t_call: float
+    c: float
+    trainer: range
+    rollout: range
+    passes: object
+
+
+def _serial_cost(x: _Context) -> WeightSyncCost:
+    """reshard, nccl_broadcast, nccl_reshard and checkpoint: their terms one after another."""
+    plan, ws, topo, method, tp, params = x.plan, x.ws, x.topo, x.method, x.tp, x.params
+    b_train, b_wire, shrink, w, tensors = x.b_train, x.b_wire, x.shrink, x.w, x.tensors
+    t_tensor, t_call, c, trainer, rollout, passes = x.t_tensor, x.t_call, x.c, x.trainer, x.rollout, x.passes
+    arch = plan.model
+    if method == "reshard":
+        # the trainer's shards gathered tensor by tensor on its own GPUs (the wire of a reshard)
+        gather = 0.0
+        wire = sender_gather_time(plan, topo, tensors, waits=_calls(plan, w, tensors) >= tensors)
+        staged, sent = w / tp, w  # a bucket holds whole gathered tensors (SkyRL #161's 1 GB of IPC handles)
+        prec = passes(params / tp, params / tp)
+    elif method == "nccl_broadcast":
+        gather = (sender_gather_time(plan, topo, tensors, waits=_calls(plan, w, tensors) >= tensors)
+                  + convert_time(plan, params * b_train, tensors))
+        wire = _broadcast_time(plan, topo, rollout, w, _calls(plan, w, tensors), c)
+        staged, sent = w / tp, w
+        prec = passes(params, params / tp)
+    elif method == "nccl_reshard":
+        gather = 0.0
+        bulk = arch.ffn_params * b_wire * shrink
+        misc = w - bulk
+        per_gpu = bulk / tp  # each rollout GPU receives its own shard of the FFN weights
+        # The bulk moves point to point: a rollout GPU's shard arrives over its own link,
+        # while the trainer GPUs send in parallel; the misc part is one packed broadcast.
+        fixed, recv, send = _p2p_per_byte(topo, trainer, rollout)
+        send_per_gpu = bulk * (len(rollout) // tp) / plan.trainer_gpus
+        wire = fixed + max(recv * per_gpu, send * send_per_gpu)
+        wire += topo.collective_time("broadcast", misc, [0, *rollout]) + c
+        staged = sent = per_gpu + misc
+        prec = passes(params / plan.trainer_gpus, staged / (b_wire * shrink))
+    else:
+        gather = sender_gather_time(plan, topo, tensors) + convert_time(plan, params * b_train, tensors)
+        wire = 2 * w / ws.storage_bytes_per_s
+        staged, sent = w / tp, w
+        prec = passes(params, params / tp)
+    if method == "nccl_reshard":  # written shard to shard into the engine's fused parameters
+        tensors = tensor_count(arch, "engine")
+    overhead = _calls(plan, sent, tensors) * t_call + tensors * t_tensor
+    return WeightSyncCost(method, gather, wire, staged / staging_rate(plan), overhead, prec)
+
+
+def _pipelined_cost(x: _Context) -> WeightSyncCost:
+    """checkpoint_engine, nixl and p2p: their stages pipelined over buckets (p2p: over tensors)."""
+    plan, ws, topo, method, tp, params = x.plan, x.ws, x.topo, x.method, x.tp, x.params
+    b_train, b_wire, shrink, w, tensors = x.b_train, x.b_wire, x.shrink, x.w, x.tensors
+    t_tensor, t_call, c, trainer, rollout, passes = x.t_tensor, x.t_call, x.c, x.trainer, x.rollout, x.passes
+    arch = plan.model
     # checkpoint_engine, nixl and p2p: what each rollout GPU keeps — every tensor but the routed
     # experts whole (dense tensors travel whole, as NeMo-RL's shard_expert_weights sends them),
     # its 1/tp slice of each routed expert.
