@@ -76,7 +76,7 @@ def test_more_trainer_ranks_than_sequences_per_minibatch(base):
 def test_offload_outside_colocated(base):
     text = _one(base, ["placement.mode=disaggregated", "placement.trainer.gpus=4",
                        "placement.trainer.offload_optimizer=true"], "placement.trainer.offload_optimizer")
-    assert "colocated" in text
+    assert "around every learner pass" in text and "saves no memory" in text
     assert _warn(base, ["placement.trainer.offload_optimizer=true", "placement.trainer.offload_params=true"]) == []
 
 
@@ -125,3 +125,9 @@ def test_warnings_survive_a_dump_and_reload(base):
     assert warnings(load_plan(s.scenario.model_dump(mode="json"))) == warnings(s)
     clean = load_plan(base)
     assert warnings(load_plan(clean.scenario.model_dump(mode="json"))) == []
+
+
+def test_per_stage_senders_without_pipeline_stages(base):
+    text = _one(base, ["weight_sync.senders=per_stage"], "weight_sync.senders")
+    assert "pp 1" in text
+    assert _warn(base, ["weight_sync.senders=per_stage", "placement.trainer.pp=2"]) == []

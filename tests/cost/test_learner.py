@@ -135,3 +135,47 @@ def test_pricing_the_most_loaded_ranks_is_exact_up_to_that_many_and_a_lower_boun
     assert forward_pass_time(s, seqs, priced_ranks=256) == exact
     assert update_time(s, seqs, priced_ranks=1024) == update_time(s, seqs)
     assert 0.9 * exact <= forward_pass_time(s, seqs, priced_ranks=8) <= exact
+
+
+def test_padded_sequences_cost_their_padded_length():
+    """Without remove_padding every sequence is computed at max prompt + max response: short
+    responses under a long cap cost far more; at the cap they cost the same."""
+    def plan(remove: bool, response: float):
+        return plan_of({"model": "qwen2.5-7b", "placement": {"trainer": {"remove_padding": remove}},
+                        "workload": {"prompt_tokens": {"kind": "fixed", "value": 256},
+                                     "response_tokens": {"kind": "fixed", "value": response}}})
+
+    short = np.full(256, 256 + 1024.0)
+    assert update_time(plan(False, 1024), short) == pytest.approx(update_time(plan(True, 1024), short), rel=1e-9)
+    packed = update_time(plan(True, 8192), short)
+    padded = update_time(plan(False, 8192), short)
+    assert padded > 3 * packed
+
+
+def test_the_scoring_pass_runs_its_own_micro_batches():
+    """verl's log_prob_max_token_len_per_gpu: fewer, larger micro-batches; under tensor
+    parallelism each micro-batch pays its all-reduces, so fewer micro-batches cost less."""
+    seqs = np.full(1024, 4096.0)
+
+    def plan(cap):
+        return plan_of({"model": "qwen2.5-7b", "placement": {"trainer": {
+            "tp": 2, "micro_batch_tokens": 4096, "logprob_micro_batch_tokens": cap}}})
+
+    assert forward_pass_time(plan(32768), seqs) < forward_pass_time(plan(None), seqs)
+    assert update_time(plan(32768), seqs) == pytest.approx(update_time(plan(None), seqs))
+
+
+def test_hybrid_sharding_all_reduces_the_shards_across_replicas():
+    """fsdp_size 8 on 32 GPUs: state sharded over each node's 8 GPUs (NVLink), the four
+    replicas' gradient shards all-reduced over the network. With the collectives binding (tiny
+    micro-batches), gathering within a node beats gathering across four."""
+    seqs = np.full(64, 512.0)
+
+    def plan(size):
+        return plan_of({"model": "qwen2.5-7b", "cluster": {"nodes": 4},
+                        "placement": {"trainer": {"micro_batch_tokens": 512, "shard_size": size}}})
+
+    full, hybrid = plan(None), plan(8)
+    assert (full.trainer_shards, full.trainer_replicas) == (32, 1)
+    assert (hybrid.trainer_shards, hybrid.trainer_replicas) == (8, 4)
+    assert update_time(hybrid, seqs) < update_time(full, seqs)

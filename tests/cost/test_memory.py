@@ -172,3 +172,23 @@ def test_ep_layouts_hold_every_parameter_once_across_the_trainer(nodes, tp, pp, 
     assert state["optimizer (fp32 master, m, v)"] * gpus == pytest.approx(12 * total)
     if zero == 3:
         assert state["weights (16-bit)"] * gpus == pytest.approx(2 * total)
+
+
+def test_hybrid_sharding_holds_the_state_over_its_group_only():
+    """verl fsdp_size 8 on 32 GPUs: each GPU holds 1/8 of the 16 bytes per parameter, not 1/32."""
+    def state(size):
+        p = plan_of({"model": "qwen2.5-7b", "cluster": {"nodes": 4}, "placement": {"trainer": {"shard_size": size}}})
+        return sum(trainer_state_bytes(p.model, p).values())
+
+    assert state(8) == pytest.approx(4 * state(None))
+    assert state(8) == pytest.approx(16 * 7.6156e9 / 8, rel=1e-3)
+
+
+def test_a_scoring_pass_with_a_larger_cap_can_set_the_trainer_peak():
+    """verl's DAPO scripts score 92,160 tokens per GPU and update 61,440: without activations
+    kept for a backward, the scoring pass's 16-bit logits are the larger peak."""
+    p = plan_of({"model": "qwen2.5-7b", "framework": "verl", "placement": {"trainer": {
+        "micro_batch_tokens": 61_440, "logprob_micro_batch_tokens": 92_160, "sp": 4}},
+        "cluster": {"nodes": 4, "gpu": "h20"}})
+    acts = trainer_activation_bytes(p.model, p)
+    assert "logits (16-bit)" in acts and acts["logits (16-bit)"] == pytest.approx(2 * 152_064 * 92_160)

@@ -93,3 +93,24 @@ def test_ep_needs_experts_and_may_span_a_stage_with_folding():
     p = plan_of({"model": "qwen3-235b-a22b", "cluster": {"nodes": 16},
                  "placement": {"trainer": {"tp": 2, "cp": 2, "ep": 16, "pp": 8}}})
     assert (p.trainer_dp, p.trainer_expert_dp) == (4, 1)
+
+
+def test_routing_copies_each_token_to_its_k_experts_and_back():
+    """Permute and unpermute move (k + 1)·h values per token each way; under EP a second pair
+    sorts the received tokens by local expert. A dense model has none of it."""
+    tokens = 65_536.0
+    alone, ep = _moe(), _moe(ep=8)
+    r1, r8 = moe.routing_time(alone, tokens, "train"), moe.routing_time(ep, tokens, "train")
+    assert 0 < r1 < r8 < 2.2 * r1
+    assert moe.routing_time(plan_of({"model": "qwen2.5-7b"}), tokens, "train") == 0.0
+    # a scoring pass runs one direction, training three with recomputation (forward twice, backward)
+    recompute = _moe(recompute=True)
+    assert moe.routing_time(recompute, tokens, "train") == pytest.approx(3 * moe.routing_time(recompute, tokens, "score"))
+
+
+def test_routing_is_a_small_share_of_a_fine_grained_moe_layer():
+    """Qwen3-30B-A3B, 64K tokens a GPU: the copies are memory-bound passes at a few TB/s, a few
+    percent of the experts' and attention's compute."""
+    p = _moe(ep=8)
+    share = moe.routing_time(p, 65_536.0, "train") / rank_compute_time(p, 65_536.0, 65_536.0 * 2048, "train")
+    assert 0.005 < share < 0.15

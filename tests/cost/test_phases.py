@@ -1,9 +1,9 @@
-import pytest
 import numpy as np
+import pytest
 
-from twin.runner import plan as plan_of
 from twin.cost.engine import engine_costs
-from twin.cost.phases import generation_bound, phase_estimates, sample_step, step_estimate
+from twin.cost.phases import generation_bound, learner_phases, phase_estimates, sample_step, step_estimate
+from twin.runner import plan as plan_of
 
 
 def test_generation_floor_stops_shrinking_with_more_engines():
@@ -46,3 +46,27 @@ def test_offload_and_engine_sleep_move_over_c2c_on_grace_blackwell():
     moved = (switch_time(gb200) - c2c.latency_s) * rate(c2c)
     assert (switch_time(b200) - pcie.latency_s) * rate(pcie) == pytest.approx(moved, rel=1e-9)
     assert switch_time(b200) / switch_time(gb200) == pytest.approx(rate(c2c) / rate(pcie), rel=1e-3)
+
+def test_offload_on_a_trainer_pool_of_its_own_costs_each_pass_its_round_trip():
+    """verl's param/optimizer offload on separate pools: every pass loads the state over the host
+    link and puts it back; the update also moves gradients and optimizer state. Colocated GPUs
+    pay it in the switch instead."""
+    from twin.cost.memory import trainer_state_bytes
+    from twin.cost.phases import pass_offload_time
+
+    data = {"model": "qwen2.5-7b", "cluster": {"nodes": 2},
+            "placement": {"mode": "disaggregated", "trainer": {"offload_params": True, "offload_optimizer": True}}}
+    p = plan_of(data)
+    state = trainer_state_bytes(p.model, p)
+    link = p.host_link
+    rate = link.bandwidth_bytes_per_s * link.efficiency.at(1e9)
+    score, train = pass_offload_time(p, "score"), pass_offload_time(p, "train")
+    assert score == pytest.approx(2 * (state["weights (16-bit)"] / rate + link.latency_s), rel=1e-6)
+    assert train == pytest.approx(2 * (sum(state.values()) / rate + link.latency_s), rel=1e-6)
+    seqs = np.full(256, 2048.0)
+    with_offload = learner_phases(p, seqs)
+    without = learner_phases(plan_of(data, ["placement.trainer.offload_params=false",
+                                            "placement.trainer.offload_optimizer=false"]), seqs)
+    assert with_offload["update_actor"] - without["update_actor"] == pytest.approx(train)
+    assert pass_offload_time(plan_of({"model": "qwen2.5-7b", "placement": {"trainer": {"offload_params": True}}}),
+                             "train") == 0.0

@@ -1,5 +1,5 @@
-from twin.runner import plan as plan_of
 from twin.cost.weight_sync import weight_sync_cost
+from twin.runner import plan as plan_of
 
 
 def test_broadcast_of_a_72b_model_is_dominated_by_the_gather_not_the_wire():
@@ -111,7 +111,8 @@ def test_default_sync_has_no_precision_pass():
     assert weight_sync_cost(plan_of({"model": "qwen3-4b"})).convert_precision_s == 0
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 
 @settings(max_examples=25, deadline=None)
@@ -178,3 +179,74 @@ def test_host_link_copies_run_at_the_grace_c2c_rate():
     h2d_gb200 = weight_sync_cost(gb200).wire_s
     h2d_b200 = weight_sync_cost(b200).wire_s
     assert h2d_b200 > h2d_gb200 and ratio > 3
+
+# ---- per tensor, per sender engine, per stage, point to point (issues 29, 30) -----------------
+from twin.cost.collectives import Topology  # noqa: E402
+from twin.cost.weight_sync import sender_engine, sender_gather_time  # noqa: E402
+
+MOE = {"model": "qwen3-30b-a3b", "cluster": {"nodes": 4, "gpu": "h20"},
+       "placement": {"mode": "disaggregated", "rollout": {"gpus": 16, "tp": 4},
+                     "trainer": {"gpus": 16, "tp": 2, "ep": 8, "zero_stage": 1}},
+       "weight_sync": {"method": "nccl_broadcast", "bucket_bytes": 0, "call_overhead_s": 0.0}}
+
+
+def test_a_per_tensor_broadcast_pays_each_tensors_round():
+    """~18.8K tensors of a fine-grained MoE, each gathered, broadcast and waited on: the rounds
+    cost more than the bytes; bucketing the same bytes takes them out."""
+    per_tensor = weight_sync_cost(plan_of(MOE))
+    bucketed = weight_sync_cost(plan_of(MOE, ["weight_sync.bucket_bytes=1073741824"]))
+    assert per_tensor.total_s > 3 * bucketed.total_s
+    doubled = weight_sync_cost(plan_of(MOE, ["weight_sync.collective_overhead_s=0.001"]))
+    halved = weight_sync_cost(plan_of(MOE, ["weight_sync.collective_overhead_s=0.0005"]))
+    tensors = tensor_count(plan_of(MOE).model)
+    # each tensor waits on its gather (tp or ep) and its broadcast: two rounds of the overhead
+    assert doubled.total_s - halved.total_s == pytest.approx(2 * tensors * 0.0005, rel=1e-6)
+
+
+def test_the_sender_engine_follows_the_trainers_layout():
+    assert sender_engine(plan_of(MOE)) == "megatron"
+    fsdp = dict(MOE, placement={**MOE["placement"], "trainer": {"gpus": 16}})
+    assert sender_engine(plan_of(fsdp)) == "fsdp"
+    assert sender_engine(plan_of(fsdp, ["weight_sync.sender=deepspeed"])) == "deepspeed"
+
+
+def test_a_deepspeed_sender_gathers_over_every_rank_fsdp_over_its_shard_group():
+    data = {"model": "qwen2.5-7b", "cluster": {"nodes": 4},
+            "placement": {"mode": "disaggregated", "rollout": {"gpus": 8}, "trainer": {"gpus": 24, "shard_size": 8}}}
+    fsdp, ds = plan_of(data), plan_of(data, ["weight_sync.sender=deepspeed"])
+    topo = Topology.of(fsdp.cluster)
+    n = tensor_count(fsdp.model)
+    # within one node over NVLink against across three nodes: the cross-node gather is slower
+    assert sender_gather_time(ds, topo, n) > sender_gather_time(fsdp, topo, n)
+
+
+def test_pipeline_stages_sending_at_once_shorten_the_sync():
+    data = {"model": "qwen2.5-72b", "cluster": {"nodes": 6},
+            "placement": {"mode": "disaggregated", "rollout": {"gpus": 16, "tp": 8},
+                          "trainer": {"gpus": 32, "tp": 4, "pp": 4, "zero_stage": 1}},
+            "weight_sync": {"bucket_bytes": 0}}
+    one = weight_sync_cost(plan_of(data))
+    staged = weight_sync_cost(plan_of(data, ["weight_sync.senders=per_stage"]))
+    assert staged.total_s < one.total_s
+    assert staged.wire_s < one.wire_s  # a quarter of the broadcast rounds each, the stages at once
+
+
+@settings(max_examples=15, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8]), full=st.booleans())
+def test_point_to_point_moves_each_rollout_gpus_shard_once(tp, full):
+    """Mooncake/NIXL-style p2p: no pack, no collective; a rollout GPU receives only what it keeps
+    (local experts) and never more than every byte; its time is at least its wire and its load."""
+    data = {"model": "qwen3-30b-a3b", "cluster": {"nodes": 4},
+            "placement": {"mode": "disaggregated", "rollout": {"gpus": 16, "tp": tp}, "trainer": {"gpus": 16}},
+            "weight_sync": {"method": "p2p", "expert_transfer": "full" if full else "local"}}
+    cost = weight_sync_cost(plan_of(data))
+    assert cost.gather_convert_s == 0.0 and cost.overhead_s == 0.0
+    assert cost.total_s >= max(cost.wire_s, cost.load_s)
+    assert cost.total_s <= cost.wire_s + cost.load_s + 1e-12
+
+
+def test_p2p_is_refused_between_shared_gpus():
+    from twin.errors import InputError
+
+    with pytest.raises(InputError, match="weight_sync.method"):
+        plan_of({"model": "qwen3-4b"}, ["weight_sync.method=p2p"])

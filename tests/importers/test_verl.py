@@ -138,3 +138,16 @@ def test_pool_that_does_not_split_names_the_knobs_behind_it(tmp_path, twin_impor
     assert code == 2
     assert err[-1].startswith(f"twin: error: {script}: actor_rollout_ref.rollout.tensor_model_parallel_size, "
                               "trainer.n_gpus_per_node (scenario placement.rollout.gpus): rollout GPUs must split")
+
+
+def test_verls_fully_async_dapo_7b_script_fits_on_its_h20s(fx, twin_import, twin_check, tmp_path):
+    """verl's fully-async DAPO 7B scripts (28K responses, 61,440 update and 92,160 scoring tokens
+    per GPU, Ulysses sp 4, fsdp_size 8) ran on H20s: the memory model must fit them with their
+    own micro-batch settings (16-bit logits with the gradient in place, state sharded over 8)."""
+    code, data, _ = twin_import("verl", fx / "verl/dapo_7b_fully_async_16_16.sh", "--set", "model=qwen2.5-7b",
+                                "--set", "cluster.gpu=h20")
+    assert code == 0
+    t = data["placement"]["trainer"]
+    assert (t["micro_batch_tokens"], t["logprob_micro_batch_tokens"]) == (61_440, 92_160)
+    assert (t["shard_size"], t["sp"], t["remove_padding"]) == (8, 4, True)
+    assert twin_check(data) == 0

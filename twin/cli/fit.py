@@ -9,10 +9,16 @@ from typing import Any
 
 import yaml
 
+from twin.config.frameworks import FrameworkProfile
+from twin.config.io import read_mapping
+from twin.config.load import apply_overrides, load_scenario, scenario_path
+from twin.config.overrides import apply_overrides
+from twin.config.registry import looks_like_path
 from twin.errors import InputError
 from twin.importers.logs import fit_log, read_logs
 from twin.importers.logs.readers import TIMINGS
 from twin.output import Outputs
+from twin.studies import stack_fit as profile
 
 TOLERANCE = 0.2
 
@@ -20,8 +26,6 @@ TOLERANCE = 0.2
 def _absolute_paths(data: Any, base: Path) -> Any:
     """Relative file references in a scenario (a model config, a histogram) made absolute, so that
     the fitted scenario works wherever it is written, and inline in a case file."""
-    from twin.config.registry import looks_like_path
-
     if isinstance(data, dict):
         return {k: _absolute_paths(v, base) for k, v in data.items()}
     if isinstance(data, list):
@@ -35,9 +39,6 @@ def _absolute_paths(data: Any, base: Path) -> Any:
 
 def _scenario(ref: str) -> tuple[dict, Any, str]:
     """(raw data with paths made absolute, the validated scenario, its name as given)."""
-    from twin.config.io import read_mapping
-    from twin.config.load import load_scenario, scenario_path
-
     path = scenario_path(ref)
     data = _absolute_paths(read_mapping(path), path.parent.resolve())
     return data, load_scenario(ref), ref
@@ -131,9 +132,14 @@ def main(args) -> int:
     outputs.add("--json", args.json_path, stdout=True)
     outputs.add("--out", args.out)
     outputs.add("--case", args.case)
+    profile_out = getattr(args, "profile", None)
+    outputs.add("--profile", profile_out)
     if args.case and not args.scenario:
         raise InputError("--case needs --scenario (the case's base is the fitted scenario)", field="--case",
                          value=args.case)
+    if profile_out and not args.scenario:
+        raise InputError("--profile needs --scenario (its properties are fitted by simulating it)",
+                         field="--profile", value=profile_out)
     if args.window is not None and args.window < 1:
         raise InputError("a window must hold at least 1 step", field="--window", value=args.window)
     log = read_logs(args.logs, args.format)
@@ -148,7 +154,7 @@ def main(args) -> int:
                      prompts=scenario.algorithm.prompts_per_step if scenario else None)
     last = result["windows"][-1]
     span = f"steps {last['steps'][0]}-{last['steps'][1]}"
-    texts: dict[str, str | None] = {"--json": None, "--out": None, "--case": None}
+    texts: dict[str, str | None] = {"--json": None, "--out": None, "--case": None, "--profile": None}
     notes = []
     scheduled = _scheduled(result)
     n_win, logged = len(scheduled["schedule"]["windows"]), result["overall"]["steps"]
@@ -157,9 +163,6 @@ def main(args) -> int:
               f"(workload.schedule, {n_win} windows, steps {logged[0]}-{logged[1]} of the log as 1-{run_steps}); "
               f"response_tokens/prompt_tokens: the LAST window ({span}), bounded by the longest max of any window")
     if args.scenario:
-        from twin.config.load import load_scenario
-        from twin.config.overrides import apply_overrides
-
         fitted = apply_overrides(data, {f"workload.{k}": v for k, v in scheduled.items()})
         load_scenario(fitted)  # the fitted scenario must be one `twin check` accepts
         # The case compares the last window's timings: its base is that window's steady state.
@@ -172,13 +175,15 @@ def main(args) -> int:
                 + _dump(fitted)
             notes.append(f"wrote {args.out}: {args.scenario} with workload.schedule ({n_win} windows) and {what} "
                          f"from the last window ({span}); --set run.steps={run_steps} simulates the logged run")
+        if profile_out:
+            texts["--profile"], report = _profile(args, log, result, data, steady, span)
+            notes.append(report)
+            notes.append(f"wrote {profile_out}: name it as the scenario's framework (framework: {profile_out})")
         if args.case:
             texts["--case"] = _case(args, log, last, steady, span)
             notes.append(f"wrote {args.case}: the run's own timings over {span} as a validation case "
                          f"(twin validate {args.case})")
     elif args.out:
-        from twin.config.load import load_scenario
-
         load_scenario(None, {"workload": scheduled})  # valid in the default scenario
         texts["--out"] = (header + "\n# A fragment: merge it into a scenario, or give --scenario S.\n"
                           + _dump({"workload": scheduled}))
@@ -194,6 +199,31 @@ def main(args) -> int:
     for note in notes:
         print(note, file=sys.stderr if args.json_path == "-" else sys.stdout)
     return 0
+
+
+def _window_data(data: dict, window: dict) -> dict:
+    """The scenario with one window's lengths (its steady state: no schedule)."""
+    steady = apply_overrides(data, {f"workload.{k}": v for k, v in _workload(window).items()})
+    steady["workload"].pop("schedule", None)
+    return steady
+
+
+def _profile(args, log, result: dict, data: dict, steady: dict, span: str) -> tuple[str, str]:
+    """The profile fitted on the last window (``steady``), checked on the other windows."""
+    last = result["windows"][-1]
+    if not any(t["mean"] > 0 for t in last["timings"].values()):
+        raise InputError("the log's last window holds no timing to fit a profile on", field="--profile",
+                         value=span, allowed="per-step " + ", ".join(TIMINGS))
+    fits = profile.fit_profile(steady, last["timings"])
+    overrides = profile.fitted_overrides(fits)
+    others = [(tuple(w["steps"]), _window_data(data, w), w["timings"]) for w in result["windows"][:-1]]
+    held = profile.held_apart(others, overrides)
+    name = Path(args.profile).stem
+    doc = profile.profile_document(name, args.scenario, steady.get("framework"), log.files, span, fits)
+    FrameworkProfile.model_validate(doc)  # what `framework: OUT.yaml` will read
+    text = (f"# Written by `twin fit --profile`: the stack of {', '.join(log.files)}, fitted with scenario "
+            f"{args.scenario}.\n" + _dump(doc))
+    return text, profile.render(fits, held, span)
 
 
 def _case(args, log, last: dict, fitted: dict, span: str) -> str:

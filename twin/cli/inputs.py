@@ -62,6 +62,10 @@ def _fit_parser(sub) -> None:
                    help="steps per window (default: the log in 4 windows)")
     p.add_argument("--out", metavar="FITTED.yaml", help="write the fitted scenario (or workload fragment)")
     p.add_argument("--case", metavar="CASE.yaml", help="with --scenario: the log's timings as a validation case")
+    p.add_argument("--profile", metavar="OUT.yaml",
+                   help="with --scenario: your stack's properties fitted on the logged phases (trainer share of "
+                   "kernel rates, engine host cost per step, weight-sync rate) as a framework profile, checked "
+                   "on the log's other windows")
     p.add_argument("--json", dest="json_path", metavar="PATH|-", help="also write the fit as JSON")
 
 

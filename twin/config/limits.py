@@ -140,6 +140,10 @@ def check_trainer(t) -> None:
     _at_most("placement.trainer.micro_batch_tokens", t.micro_batch_tokens, MAX_MICRO_BATCH_TOKENS,
              "a micro-batch of more tokens than any context needs more activation memory than any GPU has",
              f"1..{MAX_MICRO_BATCH_TOKENS:,}")
+    if t.logprob_micro_batch_tokens is not None:
+        _at_most("placement.trainer.logprob_micro_batch_tokens", t.logprob_micro_batch_tokens,
+                 MAX_MICRO_BATCH_TOKENS, "a micro-batch of more tokens than any context needs more memory "
+                 "than any GPU has", f"1..{MAX_MICRO_BATCH_TOKENS:,}")
 
 
 def check_algorithm(a) -> None:

@@ -119,7 +119,14 @@ class Plan:
         """GPUs that ZeRO/FSDP shards one tp × pp slice of the model over (data and sequence
         parallel ranks alike)."""
         t = self.scenario.placement.trainer
-        return self.trainer_gpus // (t.tp * t.pp)
+        slices = self.trainer_gpus // (t.tp * t.pp)
+        return slices if t.shard_size is None else min(slices, t.shard_size)  # hybrid sharding: one group
+
+    @property
+    def trainer_replicas(self) -> int:
+        """Copies of the sharded state (hybrid sharding: groups of ``shard_size`` GPUs; else 1)."""
+        t = self.scenario.placement.trainer
+        return self.trainer_gpus // (t.tp * t.pp) // self.trainer_shards
 
     @property
     def gpus(self) -> dict[str, int]:

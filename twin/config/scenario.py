@@ -224,6 +224,11 @@ class RolloutPlacement(Strict):
         "pays the GPU profile's overhead.per_iteration_s. synchronous: the GPU waits for the host every "
         "step (vLLM V1 up to 0.13, the engine of 2025's RL frameworks): overhead.synchronous_step_s.",
     )
+    step_overhead_s: float | None = Field(
+        default=None, ge=0, le=1,
+        description="The host's cost of one engine step on your stack (scheduling, input preparation, output "
+        "processing), replacing the GPU profile's per_iteration_s or synchronous_step_s that `scheduling` "
+        "picks; `twin fit --profile` fits it on your run's generation time.")
 
     @model_validator(mode="after")
     def _sizes(self) -> RolloutPlacement:
@@ -307,8 +312,25 @@ class TrainerPlacement(Strict):
         default=False, description="Colocated: weights and grads wait on the host while the engine "
         "generates (verl param_offload).")
     micro_batch_tokens: Count = Field(
-        default=16384, description="Tokens per GPU per micro-batch (verl ppo_max_token_len_per_gpu)."
+        default=16384, description="Tokens per GPU per micro-batch of the update (verl ppo_max_token_len_per_gpu)."
     )
+    logprob_micro_batch_tokens: Count | None = Field(
+        default=None, description="Tokens per GPU per micro-batch of a scoring pass (old log-probs, reference, "
+        "values; verl log_prob_max_token_len_per_gpu). None: micro_batch_tokens.")
+    logprob_kernel: Literal["fp32", "inplace", "fused"] = Field(
+        default="fp32",
+        description="How the learner turns the head's output into log-probs (twin/cost/logits.py): fp32, the "
+        "logits upcast to fp32 and a log-softmax whose gradient is a second fp32 tensor (HF loss code); "
+        "inplace, 16-bit logits and a cross-entropy kernel that writes their gradient into the same buffer "
+        "(verl's flash-attn cross_entropy_loss); fused, chunked linear + cross-entropy with no logits "
+        "tensor (verl use_fused_kernels, Liger).")
+    shard_size: Count | None = Field(
+        default=None, description="GPUs one copy of the sharded state spans (hybrid sharding, verl "
+        "fsdp_config.fsdp_size): ZeRO shards within groups of this many consecutive GPUs and the groups "
+        "hold replicas whose gradients are all-reduced. None: one group of all trainer GPUs / (tp × pp).")
+    remove_padding: bool = Field(
+        default=True, description="Compute only real tokens (verl use_remove_padding, packed sequences); "
+        "false: every sequence is computed at the padded length max prompt + max response.")
     kernels: Literal["eager", "fused"] = Field(
         default="eager",
         description="eager: HF model code, one kernel per norm/rotary/activation (verl FSDP, "
@@ -548,14 +570,34 @@ class WeightSync(Strict):
     docs/cost-models.md, weight sync)."""
 
     method: Literal["auto", "reshard", "nccl_broadcast", "nccl_reshard", "checkpoint", "checkpoint_engine",
-                    "nixl"] = Field(
+                    "nixl", "p2p"] = Field(
         default="auto",
         description="auto: reshard when colocated, nccl_broadcast otherwise; nccl_reshard is "
         "NeMo-RL's shard-to-shard refit between separate pools; checkpoint_engine: buckets broadcast "
         "to every rollout node's host memory, each GPU copies its part in (H2D), stages pipelined; "
         "nixl: each rollout GPU pulls its shard from the trainer GPUs by RDMA (NIXL/UCX), double-"
-        "buffered so the wire overlaps loading.",
+        "buffered so the wire overlaps loading; p2p: one RDMA transfer per tensor shard from the trainer GPU "
+        "holding it to the rollout GPU keeping it (Mooncake transfer engine), nothing packed.",
     )
+    sender: Literal["auto", "fsdp", "megatron", "deepspeed"] = Field(
+        default="auto",
+        description="The trainer stack that gathers whole tensors from its shards before sending, one tensor "
+        "at a time: fsdp (full_tensor: an all-gather over the shard group), megatron (all-gathers over tp and, "
+        "for routed experts, ep, and a broadcast from the pipeline stage holding the tensor), deepspeed "
+        "(GatheredParameters: an all-gather over every ZeRO-3 rank). auto: megatron for a trainer with tp, pp "
+        "or ep > 1 or ZeRO below 3, else fsdp.")
+    senders: Literal["auto", "one", "per_stage", "per_rank"] = Field(
+        default="auto",
+        description="Who sends: one, whole tensors gathered (every collective of the sender) and sent by one "
+        "rank (verl); per_stage, gathered within each pipeline stage, the stages sending their own layers at "
+        "once (slime, NeMo-RL's Megatron refit); per_rank, every trainer GPU sends its own shards, nothing "
+        "gathered (NeMo-RL's checkpoint engine, NIXL, Mooncake). auto: per_rank for checkpoint_engine, nixl, "
+        "p2p and nccl_reshard, one otherwise.")
+    collective_overhead_s: float | None = Field(
+        default=None, ge=0, le=1,
+        description="Software cost of one collective the sync issues (a per-tensor gather, a bucket's or a "
+        "tensor's broadcast: the Python call, its launch and the wait), beside the topology's launch and hop "
+        "latency (default fitted on verl's fully-async per-tensor sync, H20).")
     bucket_bytes: float = Field(
         default=512 * 2**20, ge=0,
         description="Bucket size for gathering and sending (verl 512 MiB): each bucket costs one call "
@@ -590,7 +632,8 @@ class WeightSync(Strict):
         "vLLM load path; model-dtype bytes on the wire).")
     gather_convert_bytes_per_s: float | None = Field(
         default=None, gt=0,
-        description="Sender-side gather/convert/bucketing throughput (default fitted on verl's 72B).",
+        description="Sender-side gather/convert/bucketing throughput of an FSDP or DeepSpeed sender (default "
+        "fitted on verl's 72B); a Megatron sender converts on the GPU at its element-wise bandwidth.",
     )
     staging_bytes_per_s: float | None = Field(
         default=None, gt=0,
@@ -704,7 +747,8 @@ class Scenario(Strict):
                              field="placement.reward_model_gpus", value=0,
                              allowed=f">= reward.tp ({self.reward.tp})")
         method = self.weight_sync.method
-        if mode(p.mode).shares_gpus and method in ("nccl_broadcast", "nccl_reshard", "checkpoint_engine", "nixl"):
+        if mode(p.mode).shares_gpus and method in ("nccl_broadcast", "nccl_reshard", "checkpoint_engine", "nixl",
+                                                   "p2p"):
             raise InputError(f"weight sync method {method} moves weights from the trainer's GPUs to separate "
                              f"rollout GPUs; mode {p.mode} runs both on the same GPUs", field="weight_sync.method",
                              value=method, allowed=f"auto, reshard or checkpoint with mode {p.mode}")
@@ -771,6 +815,11 @@ def placement_pools(scenario: Scenario) -> tuple[int, int]:
     if trainer % split:
         raise InputError("trainer GPUs must be a multiple of tp × pp × sp × cp",
                          field="placement.trainer.gpus", value=trainer, allowed=f"a multiple of {split}")
+    shards, size = trainer // (p.trainer.tp * p.trainer.pp), p.trainer.shard_size
+    if size is not None and size < shards and shards % size:
+        raise InputError("hybrid sharding splits the trainer into whole groups of shard_size GPUs",
+                         field="placement.trainer.shard_size", value=size,
+                         allowed=f"a divisor of trainer GPUs / (tp × pp) = {shards}, or at least {shards}")
     return rollout, trainer
 
 

@@ -58,12 +58,15 @@ def warnings(plan: Plan) -> list[str]:
                    "in each update; use fewer trainer GPUs (or more tp/pp/sp), fewer minibatches or a "
                    "larger batch.")
 
-    # Memory offload only makes room for a colocated engine (twin.cost.memory, switch_time).
+    # On GPUs of its own the trainer offloads around each pass: time, and no memory at the pass's peak
+    # (twin.cost.phases.pass_offload_time).
     if not s.mode.shares_gpus:
         for flag in ("offload_params", "offload_optimizer"):
             if getattr(t, flag):
-                out.append(f"placement.trainer.{flag}: true does nothing in {p.mode} mode: offload only "
-                           "makes room for a colocated rollout engine; set it to false or use mode colocated.")
+                out.append(f"placement.trainer.{flag}: true in {p.mode} mode moves the state to the host and "
+                           "back around every learner pass (time over the host link) and saves no memory at a "
+                           "pass's peak; set it to false unless your stack does this (verl's param/optimizer "
+                           "offload does).")
 
     # Reward resources that nothing uses.
     kind = s.reward.kind
@@ -101,8 +104,9 @@ def warnings(plan: Plan) -> list[str]:
 
     # Weight sync rates that the chosen method does not use (twin.cost.weight_sync).
     ws, method = s.weight_sync, sync_method(s)
-    if ws.expert_transfer != _default(WeightSync, "expert_transfer") and method not in ("nixl", "checkpoint_engine"):
-        out.append(f"weight_sync.expert_transfer does nothing with method {method}: only nixl and "
+    if ws.expert_transfer != _default(WeightSync, "expert_transfer") and method not in ("nixl", "checkpoint_engine",
+                                                                                       "p2p"):
+        out.append(f"weight_sync.expert_transfer does nothing with method {method}: only nixl, p2p and "
                    "checkpoint_engine choose between local and full experts.")
     if ws.quantise_on != _default(WeightSync, "quantise_on") and s.rollout_dtype == s.model.dtype:
         out.append("weight_sync.quantise_on does nothing: the engines keep the model's dtype "
@@ -110,7 +114,9 @@ def warnings(plan: Plan) -> list[str]:
     if ws.storage_bytes_per_s != _default(WeightSync, "storage_bytes_per_s") and method != "checkpoint":
         out.append(f"weight_sync.storage_bytes_per_s does nothing with method {method}: only method "
                    "checkpoint goes through storage.")
-    if ws.gather_convert_bytes_per_s is not None and method in ("reshard", "nccl_reshard"):
+    if ws.gather_convert_bytes_per_s is not None and method in ("reshard", "nccl_reshard", "p2p"):
         out.append(f"weight_sync.gather_convert_bytes_per_s does nothing with method {method}, which has "
                    "no gather/convert stage; it applies to nccl_broadcast and checkpoint.")
+    if ws.senders == "per_stage" and s.placement.trainer.pp == 1:
+        out.append("weight_sync.senders: per_stage does nothing with one pipeline stage (placement.trainer.pp 1).")
     return out

@@ -186,6 +186,8 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels, logit_rows: int | No
                                                      mix.read_per_sequence * logit_tokens / rate), 0.0)
     kv_bytes = rollout_memory(plan).items["KV cache"]
     overhead = gpu.overhead.per_iteration_s if r.scheduling == "overlapped" else gpu.overhead.synchronous_step_s
+    if r.step_overhead_s is not None:  # the stack's own, fitted on its run (twin fit --profile)
+        overhead = r.step_overhead_s
     return EngineCosts(
         overhead_s=overhead,
         linear_s=linear_s,

@@ -32,14 +32,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.config.plan import Plan
-from twin.cost import moe, transformer
 from twin.config.limits import reach
+from twin.config.plan import Plan
+from twin.cost import logits, micro_batch, moe, transformer
 from twin.cost.collectives import Topology
 from twin.cost.mixers import trainer_mixer_time
+from twin.cost.roofline import (
+    attention_backward_time,
+    attention_time,
+    compute_time,
+    elementwise_time_by_class,
+    memory_time,
+)
 from twin.engine.balance import balance
-from twin.cost.roofline import (attention_backward_time, attention_time, compute_time, elementwise_time_by_class,
-                                memory_time)
 
 
 def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
@@ -53,10 +58,12 @@ def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
     recompute = kind == "train" and t.recompute
     factor = 1.0 if kind == "score" else (4.0 if recompute else 3.0)
     split = t.tp * t.pp
-    micro = max(1.0, float(np.ceil(tokens / t.micro_batch_tokens)))
-    rows = min(float(t.micro_batch_tokens), tokens)  # GEMM rows of one micro-batch
+    micro = float(micro_batch.count(t, tokens, kind))
+    rows = min(micro_batch.cap(t, kind), tokens)  # GEMM rows of one micro-batch
     dense = transformer.body_params(arch) - moe.routed_active_params(arch)  # routed experts: moe.py
-    gemm = factor * 2.0 * (dense + transformer.head_params(arch)) * tokens / split
+    # recomputation re-runs the decoder layers, not the head (logits.head_flop_factor)
+    head = logits.head_flop_factor(t.logprob_kernel, kind) * transformer.head_params(arch)
+    gemm = 2.0 * (factor * dense + head) * tokens / split
     per_call = 2.0 * dense * max(rows, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / t.tp
     layers = transformer.context_attention_layers(arch)  # those whose attention reaches every token
     attn_call = arch.attention_flops_per_token_pair / layers * pairs / micro / t.tp
@@ -72,7 +79,7 @@ def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
     elementwise = elementwise_time_by_class(work, gpu, kernel_factor=micro / t.pp, byte_divisor=split)
     # placement.trainer.dtype: fp8 GEMMs (TransformerEngine) at the profile's fp8 peak; attention stays
     busy = (compute_time(gemm, gpu, plan.trainer_dtype, per_call, rows) + moe.expert_gemm_time(plan, tokens, kind)
-            + attention + elementwise)
+            + moe.routing_time(plan, tokens, kind) + attention + elementwise)
     return busy * pipeline_factor(micro, t.pp)
 
 
@@ -121,6 +128,11 @@ def _pass_time(plan: Plan, seqs: np.ndarray, flop_factor: float, gathers: int,
     # many ranks as sequences gives the same loads, at a cost independent of the rank count.
     idle = len(seqs) < plan.trainer_dp
     tokens, pairs = balance(seqs, min(plan.trainer_dp, len(seqs)))
+    if not t.remove_padding:
+        # padded batches: ranks take equal counts of sequences, each computed at the padded length
+        # (GEMMs and element-wise kernels); flash-attention still skips the padding (varlen)
+        per_rank = np.ceil(len(seqs) / min(plan.trainer_dp, len(seqs)))
+        tokens = np.full(len(tokens), per_rank * padded_length(plan))
     # per GPU: a group's tokens, and its heads (Ulysses) or its causal chunks (ring), split sp·cp ways
     tokens, pairs = tokens / (t.sp * t.cp), pairs / (t.sp * t.cp)
     kind = "score" if flop_factor == 1.0 else "train"
@@ -133,7 +145,13 @@ def _pass_time(plan: Plan, seqs: np.ndarray, flop_factor: float, gathers: int,
     for nbytes, group in zero3_groups(plan, topo):
         per_micro += (gathers * topo.collective_time("all_gather", nbytes, group)
                       + reduce_scatters * topo.collective_time("reduce_scatter", nbytes, group))
-    micro = np.maximum(1.0, np.ceil(tokens / t.micro_batch_tokens))
+    if reduce_scatters and plan.trainer_replicas > 1:
+        # hybrid sharding: each GPU's reduced gradient shard is then all-reduced over the replicas
+        # (the GPUs holding the same shard, shard_size apart), once per backward
+        replicas = range(0, plan.trainer_shards * plan.trainer_replicas, plan.trainer_shards)
+        per_micro += topo.collective_time("all_reduce", plan.model.weight_bytes / (t.tp * t.pp * plan.trainer_shards),
+                                          replicas)
+    micro = micro_batch.count(t, tokens, kind)
     slowest = float(np.maximum(compute, micro * per_micro).max())
     return max(slowest, per_micro) if idle else slowest  # an idle rank still joins one micro-batch's collectives
 
@@ -190,7 +208,7 @@ def tensor_parallel_time(plan: Plan, topo: Topology, tokens: float, kind: str) -
         return 0.0
     forwards = 1 if kind == "score" else (2 if t.recompute else 1)
     directions = forwards + (1 if kind == "train" else 0)
-    micro = max(1.0, float(np.ceil(tokens / t.micro_batch_tokens)))
+    micro = float(micro_batch.count(t, tokens, kind))
     hidden_bytes = tokens / micro * arch.hidden_size * arch.bytes_per_param
     per_block = topo.collective_time("all_reduce", hidden_bytes, topo.gpus(0, t.tp))
     return directions * 2 * arch.num_layers / t.pp * micro * per_block
@@ -221,6 +239,13 @@ def update_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None,
     return total
 
 
+def padded_length(plan: Plan) -> float:
+    """Positions of a padded sequence: the longest prompt plus the longest response (verl's
+    DataProto pads prompts to max_prompt_length and responses to max_response_length)."""
+    w = plan.workload
+    return reach(w.prompt_tokens) + reach(w.response_tokens)
+
+
 def controller_time(plan: Plan, sequences: int) -> float:
     """Seconds a single-controller framework spends shipping ``sequences`` of a learner pass
     between its driver and the workers: each padded to the longest position a sequence may
@@ -230,9 +255,7 @@ def controller_time(plan: Plan, sequences: int) -> float:
     rate = plan.placement.trainer.controller_positions_per_s
     if rate is None or sequences == 0:
         return 0.0
-    w = plan.workload
-    padded = reach(w.prompt_tokens) + reach(w.response_tokens)
-    return sequences * padded / rate
+    return sequences * padded_length(plan) / rate
 
 
 def optimizer_time(plan: Plan) -> float:

@@ -26,6 +26,7 @@ import numpy as np
 from twin.config.hardware import DTYPE_BYTES
 from twin.config.model import ModelArch
 from twin.config.plan import Plan
+from twin.cost.logits import logits_bytes
 from twin.cost.mixers import engine_mixers
 from twin.errors import InputError
 
@@ -88,9 +89,13 @@ def offloaded_state_bytes(arch: ModelArch, plan: Plan) -> float:
 
 
 def trainer_activation_bytes(arch: ModelArch, plan: Plan) -> dict[str, float]:
-    """Peak activations of one trainer GPU. Under a 1F1B pipeline the first stage holds the
-    activations of ``pp`` micro-batches in flight, each for its 1/pp of the layers: one whole
-    model's worth (Korthikanti et al. 2022, section 4.2.3)."""
+    """Peak activations of one trainer GPU, in the pass that needs most: the update (a
+    micro-batch of ``micro_batch_tokens``) or, when the step has one, a scoring pass (old
+    log-probs, reference, values: ``logprob_micro_batch_tokens``, no activations kept for a
+    backward). Under a 1F1B pipeline the first stage holds the activations of ``pp``
+    micro-batches in flight, each for its 1/pp of the layers: one whole model's worth
+    (Korthikanti et al. 2022, section 4.2.3). The head's output follows
+    ``placement.trainer.logprob_kernel`` (:mod:`twin.cost.logits`)."""
     t = plan.placement.trainer
     tokens = t.micro_batch_tokens
     layers = arch.num_layers / t.pp
@@ -101,10 +106,16 @@ def trainer_activation_bytes(arch: ModelArch, plan: Plan) -> dict[str, float]:
         acts = in_flight * layers * 2 * h * tokens + per_layer_full
     else:
         acts = in_flight * layers * per_layer_full
-    return {
-        "activations (micro-batch)": acts,
-        "logits and their grad (fp32)": 2 * 4 * arch.vocab_size * tokens / t.tp,
-    }
+    label, head = logits_bytes(arch, tokens, t.logprob_kernel, "train", t.tp)
+    update = {"activations (micro-batch)": acts, label: head}
+    a = plan.algorithm
+    if not (a.old_logprob or a.reference or a.critic):
+        return update
+    # a scoring forward keeps nothing for a backward: one layer's working set and the head's output
+    scored = t.logprob_micro_batch_tokens or tokens
+    label, head = logits_bytes(arch, scored, t.logprob_kernel, "score", t.tp)
+    score = {"activations (scoring micro-batch)": 34 * h * scored / t.tp, label: head}
+    return score if sum(score.values()) > sum(update.values()) else update
 
 
 def engine_workspace_bytes(arch: ModelArch, plan: Plan) -> float:

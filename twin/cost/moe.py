@@ -28,13 +28,11 @@ the chunk in hand, so only what the attention does not hide is exposed.
 
 from __future__ import annotations
 
-import numpy as np
-
 from twin.config.model import ModelArch
-from twin.cost import transformer
-from twin.cost.collectives import Topology
-from twin.cost.roofline import attention_time, compute_time
 from twin.config.plan import Plan
+from twin.cost import micro_batch, transformer
+from twin.cost.collectives import Topology
+from twin.cost.roofline import attention_time, compute_time, elementwise_time
 
 
 def routed_params(arch: ModelArch) -> float:
@@ -79,7 +77,7 @@ def expert_gemm_time(plan: Plan, tokens: float, kind: str) -> float:
     factor = 1.0 if kind == "score" else (4.0 if recompute else 3.0)
     imbalance = t.expert_load_imbalance if t.ep > 1 else 1.0  # one rank holding every expert sums them
     flops = factor * 2.0 * routed_active_params(arch) * tokens / (t.tp * t.pp) * imbalance
-    micro_tokens = min(float(t.micro_batch_tokens), tokens)
+    micro_tokens = min(micro_batch.cap(t, kind), tokens)
     m = arch.moe
     routed_rows = micro_tokens * m.experts_per_token / t.tp  # the rank's rows of a micro-batch, all experts
     rows = max(1.0, routed_rows * t.ep / m.num_experts)  # one expert's
@@ -89,13 +87,46 @@ def expert_gemm_time(plan: Plan, tokens: float, kind: str) -> float:
     return compute_time(flops, gpu, arch.dtype, per_call, rows)
 
 
+def routing_time(plan: Plan, tokens: float, kind: str) -> float:
+    """Seconds of the memory-bound work around the experts on one GPU holding ``tokens`` tokens
+    of a pass, its 1/pp of the MoE layers (Megatron-Core's router and token dispatcher,
+    megatron/core/transformer/moe/router.py and token_dispatcher.py):
+
+    * **router**: the gate's scores over every expert in fp32 (``moe_router_dtype``), their
+      softmax or sigmoid and the top-k: written once, read and written once, read once — 4·E
+      bytes × 4 per token in 3 kernels; its backward about the same in 2. (The gate's matmul
+      is a dense GEMM, priced with the others.)
+    * **permute / unpermute**: each token copied to its k experts' rows (read h, write k·h) and
+      their outputs summed back weighted by the router's probabilities (read k·h and k
+      probabilities, write h), in the model's dtype, one kernel each (TransformerEngine's fused
+      ``moe_permute``/``moe_unpermute``); with expert parallelism the received tokens are sorted
+      by local expert and back once more (``sort_chunks_by_idxs``), a second pair. The backward
+      moves the same bytes again.
+
+    Each GPU handles its tokens / tp (sequence parallel) of a micro-batch per layer."""
+    arch, t, gpu = plan.model, plan.placement.trainer, plan.gpu
+    if not arch.moe or tokens <= 0:
+        return 0.0
+    m = arch.moe
+    routed = tokens / t.tp
+    pairs = 2 if t.ep > 1 else 1  # permute + unpermute, and the sort by local expert under EP
+    copy_bytes = pairs * 2 * (m.experts_per_token + 1) * arch.hidden_size * arch.bytes_per_param
+    router_bytes = 4 * 4 * m.num_experts
+    micro = float(micro_batch.count(t, tokens, kind))
+    layers = arch.moe_layers / t.pp
+    directions = _directions(kind, t.recompute)
+    per_direction = elementwise_time(routed * (copy_bytes + router_bytes) * layers, (2 * pairs + 3) * layers * micro,
+                                     gpu)
+    return directions * per_direction
+
+
 def ep_all_to_all_time(plan: Plan, topo: Topology, tokens: float, kind: str) -> float:
     """All-to-all seconds of expert parallelism for a GPU holding ``tokens`` tokens: dispatch
     and combine in each direction of each MoE layer of its stage. Zero without EP."""
     arch, t = plan.model, plan.placement.trainer
     if t.ep == 1 or not arch.moe or tokens <= 0:
         return 0.0
-    micro = max(1.0, float(np.ceil(tokens / t.micro_batch_tokens)))
+    micro = float(micro_batch.count(t, tokens, kind))
     sent = tokens / micro / t.tp * arch.moe.experts_per_token * arch.hidden_size * arch.bytes_per_param
     per_layer = 2 * topo.all_to_all_time(sent, ep_group(plan, topo))  # dispatch, combine
     return _directions(kind, t.recompute) * arch.moe_layers / t.pp * micro * per_layer
@@ -112,7 +143,7 @@ def cp_ring_time(plan: Plan, topo: Topology, tokens: float, pairs: float, kind: 
     _, kv_width = transformer._qkv_dims(arch)
     if not arch.mla:
         kv_width *= 2  # keys and values (MLA: the latent carries both)
-    micro = max(1.0, float(np.ceil(tokens / t.micro_batch_tokens)))
+    micro = float(micro_batch.count(t, tokens, kind))
     chunk = tokens / micro * kv_width * arch.bytes_per_param / min(t.tp, arch.num_kv_heads)
     ring = topo.gpus(0, t.tp * t.cp)
     hop = topo.p2p_time(chunk, ring[0], ring[-1] if t.cp > 1 else ring[0])  # the ring's slowest hop

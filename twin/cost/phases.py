@@ -17,7 +17,7 @@ from twin.config.workload import sample_batch
 from twin.cost import reward as reward_cost
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.cost.learner import controller_time, forward_pass_time, update_time
-from twin.cost.memory import engine_weight_bytes, offloaded_state_bytes
+from twin.cost.memory import engine_weight_bytes, offloaded_state_bytes, trainer_state_bytes
 from twin.cost.weight_sync import weight_sync_cost
 
 
@@ -63,16 +63,37 @@ def learner_phases(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None
     epoch over ``seqs`` (default the algorithm's; a chunk of a step has its share)."""
     a = plan.algorithm
     shipped = controller_time(plan, len(seqs))  # each pass's data path, with the pass
-    forward = forward_pass_time(plan, seqs, priced_ranks) + shipped
+    forward = forward_pass_time(plan, seqs, priced_ranks) + shipped + pass_offload_time(plan, "score")
     out: dict[str, float] = {}
     if a.old_logprob:
         out["old_logprob"] = forward
     if a.reference:
         out["reference"] = forward
-    out["update_actor"] = update_time(plan, seqs, priced_ranks, minibatches) + shipped
+    out["update_actor"] = update_time(plan, seqs, priced_ranks, minibatches) + shipped + pass_offload_time(plan, "train")
     if a.critic:  # the value model: same architecture, a forward for values and its own update
         out["critic"] = forward + out["update_actor"]
     return {k: float(v) for k, v in out.items()}
+
+
+def pass_offload_time(plan: Plan, kind: str) -> float:
+    """Seconds a learner pass on GPUs of the trainer's own spends moving offloaded state over the
+    host link: verl's param/optimizer offload and Megatron's param/grad/optimizer offload load the
+    state before each call and put it back after (verl fsdp_workers ``load_fsdp_model_to_gpu`` /
+    ``offload_fsdp_model_to_cpu``, ``load_fsdp_optimizer``; not overlapped with the pass). A
+    scoring pass moves the weights; the update also the gradients and the optimizer state.
+    Colocated GPUs pay their offload in the switch instead (:func:`switch_time`)."""
+    t = plan.placement.trainer
+    if plan.mode.shares_gpus or not (t.offload_params or t.offload_optimizer):
+        return 0.0
+    state = trainer_state_bytes(plan.model, plan)
+    moved = 0.0
+    if t.offload_params:
+        moved += state["weights (16-bit)"] + (state["gradients (16-bit)"] if kind == "train" else 0.0)
+    if t.offload_optimizer and kind == "train":
+        moved += state["optimizer (fp32 master, m, v)"]
+    link = plan.host_link
+    one_way = moved / (link.bandwidth_bytes_per_s * link.efficiency.at(moved)) + link.latency_s
+    return 2 * one_way if moved else 0.0
 
 
 def switch_time(plan: Plan) -> float:

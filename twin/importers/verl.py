@@ -210,11 +210,32 @@ def run(paths: list[Path], model_given: bool) -> Imported:
                   f"{A}.ppo_micro_batch_size_per_gpu")
             b.note("without use_dynamic_bsz a micro-batch is ppo_micro_batch_size_per_gpu sequences of up to "
                    "max_prompt_length + max_response_length tokens")
+    trainer_fsdp_knobs(k, b, strategy)
     b.blame("placement.trainer.gpus", f"{A}.ulysses_sequence_parallel_size", f"{A}.megatron.tensor_model_parallel_size",
             f"{A}.megatron.pipeline_model_parallel_size", "trainer.n_gpus_per_node", "trainer.nnodes")
     if skipped:
         b.note("verl's own defaults stand for " + ", ".join(sorted(set(skipped))))
     return Imported("verl", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
+
+
+def trainer_fsdp_knobs(k: Knobs, b: Builder, strategy: str) -> None:
+    """What verl's FSDP actor does per micro-batch (verl/workers/actor/dp_actor.py): the scoring
+    passes' own token cap (log_prob_max_token_len_per_gpu, with dynamic batch sizes), packed
+    sequences without padding (use_remove_padding), fused log-prob kernels (use_fused_kernels),
+    and hybrid sharding (fsdp_config.fsdp_size: -1 shards over every GPU)."""
+    A, R = f"{ARR}.actor", f"{ARR}.rollout"
+    if k.bool_(f"{R}.log_prob_use_dynamic_bsz", k.bool_(f"{A}.use_dynamic_bsz", False)):
+        b.set("placement.trainer.logprob_micro_batch_tokens", k.int_(f"{R}.log_prob_max_token_len_per_gpu", None),
+              f"{R}.log_prob_max_token_len_per_gpu", f"{R}.log_prob_use_dynamic_bsz")
+    k.mark(f"{ARR}.ref.log_prob_max_token_len_per_gpu", f"{ARR}.ref.log_prob_use_dynamic_bsz")
+    b.set("placement.trainer.remove_padding", k.bool_(f"{ARR}.model.use_remove_padding", None),
+          f"{ARR}.model.use_remove_padding")
+    if k.bool_(f"{ARR}.model.use_fused_kernels", False):
+        b.set("placement.trainer.logprob_kernel", "fused", f"{ARR}.model.use_fused_kernels")
+    if strategy != "megatron":
+        size = k.int_(f"{A}.fsdp_config.fsdp_size", -1, low=-1)
+        if size > 0:
+            b.set("placement.trainer.shard_size", size, f"{A}.fsdp_config.fsdp_size")
 
 
 IMPORTER = Importer("verl", "verl", VERSION,

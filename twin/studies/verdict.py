@@ -32,7 +32,7 @@ from twin.analysis.report import LinkRow, ReportData
 from twin.config.overrides import apply_overrides, parse_overrides, split_top_level
 from twin.config.plan import Plan
 from twin.cost.engine import engine_costs
-from twin.cost.weight_sync import call_overhead, convert_rate, staging_rate, tensor_overhead
+from twin.cost.weight_sync import call_overhead, collective_overhead, convert_rate, staging_rate, tensor_overhead
 from twin.errors import InputError, choices
 from twin.runner import Report
 from twin.sim.settle import RESIMULATION_TOLERANCE, settled_after, settling, step_times
@@ -107,7 +107,8 @@ def _faster_network(plan: Plan, report: Report) -> Overrides:
 
 
 def _faster_sync(plan: Plan, report: Report) -> Overrides:
-    return {"weight_sync.gather_convert_bytes_per_s": 2 * convert_rate(plan),
+    return {"weight_sync.collective_overhead_s": collective_overhead(plan) / 2,
+            "weight_sync.gather_convert_bytes_per_s": 2 * convert_rate(plan),
             "weight_sync.staging_bytes_per_s": 2 * staging_rate(plan),
             "weight_sync.call_overhead_s": call_overhead(plan) / 2,
             "weight_sync.tensor_overhead_s": tensor_overhead(plan) / 2}

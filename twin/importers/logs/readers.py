@@ -54,6 +54,14 @@ TIMINGS = {
     "timing_s/old_log_prob": "old_logprob",
     "timing_s/ref": "reference",
     "step_time": "step_time_s",
+    # verl's weight sync: fully-async param_sync, one-step-off / colocated update_weights
+    "timing_s/param_sync": "counters.weight_sync_s",
+    "timing_s/update_weights": "counters.weight_sync_s",
+    # NeMo-RL's timers (grpo.py: timer.time(...) logged under timing/train/)
+    "timing/train/total_step_time": "step_time_s",
+    "timing/train/generation": "generation",
+    "timing/train/policy_training": "update_actor",
+    "timing/train/policy_and_reference_logprobs": "old_logprob+reference",
 }
 KNOWN = {k for table in (RESPONSE, PROMPT) for keys in table.values() for k in keys} | set(TIMINGS)
 
