@@ -12,22 +12,9 @@ from typing import Any
 
 from twin.analysis.render import verdict_line
 from twin.analysis.report import LinkRow
+from twin.sim.links import LINKS
 
-# The loop in the order experience flows; "switch" exists only where rollout and trainer
-# time-share GPUs (colocated); evaluation sits beside the loop, on the rollout GPUs.
-LOOP = ("rollout", "tools", "reward", "optimization", "switch", "weight_sync")
-LINK_TITLE = {
-    "rollout": "rollout",
-    "tools": "tools",
-    "reward": "reward",
-    "optimization": "optimization",
-    "switch": "switch",
-    "weight_sync": "weight sync",
-    "evaluation": "evaluation",
-}
-# The resource role whose utilisation stands for a link when the verdict has no row for it.
-ROLE_OF_LINK = {"rollout": "rollout", "reward": "reward", "optimization": "trainer",
-                "weight_sync": "link"}
+LINK_TITLE = {name: link.title for name, link in LINKS.items()}
 
 
 def pct(x: float | None, digits: int = 0) -> str:
@@ -63,11 +50,11 @@ def link_figures(data: dict[str, Any]) -> list[LinkFigure]:
         "evaluation": sc["evaluation"]["every_steps"] > 0 or "evaluation" in rows,
     }
     out = []
-    for link in (*LOOP, "evaluation"):
+    for link in LINKS:
         if not present[link]:
             continue
         row = rows.get(link)
-        util = row["load"] if row else data["utilization"].get(ROLE_OF_LINK.get(link, ""))
+        util = row["load"] if row else data["utilization"].get(LINKS[link].role or "")
         out.append(LinkFigure(
             link=link, utilization=util,
             critical_path_share=row["critical_path_share"] if row else 0.0,

@@ -17,6 +17,7 @@ from collections import defaultdict
 import numpy as np
 
 from twin.cost.engine import engine_costs
+from twin.sim.links import LINKS
 from twin.sim.result import SimResult
 
 
@@ -119,8 +120,8 @@ def link_utilization(result: SimResult, util: dict[str, float]) -> dict[str, flo
     :func:`rollout_capacity_tokens_per_s`); the others: their resource's busy time. Colocated
     rollout and trainer time-share the GPUs, so each is measured over the time it holds them.
     """
-    role_of_link = {"reward": "reward", "optimization": "trainer", "weight_sync": "link"}
-    out = {link: util[role] for link, role in role_of_link.items() if role in util}
+    out = {name: util[link.role] for name, link in LINKS.items()
+           if link.role and name != "rollout" and link.role in util}
     wall = result.wall_s
     if wall <= 0:
         return out

@@ -16,6 +16,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from twin.config import limits
 from twin.config.distributions import Component, Distribution, Fixed, Mixture
+from twin.config.engines import ENGINE_KINDS, EngineName
 from twin.config.frameworks import is_path
 from twin.config.hardware import DeviceProfile, Dtype, HostProfile, LinkProfile, Strict
 from twin.config.model import ModelArch
@@ -167,11 +168,9 @@ class RolloutPlacement(Strict):
         "GPUs (SGLang --enable-dp-attention, vLLM data-parallel attention with expert parallelism), each GPU "
         "holding whole attention weights and its own sequences' KV cache: no attention all-reduce, and an MLA "
         "latent is no longer replicated tp times ('wide EP').")
-    engine: Literal["continuous", "static", "hf_generate"] = Field(
+    engine: EngineName = Field(
         default="continuous",
-        description="continuous: vLLM/SGLang continuous batching; static: a static padded batch on fused "
-        "kernels; hf_generate: HF model.generate as TRL runs it without vLLM (static padded batch of "
-        "max_num_seqs, eager per-op host dispatch, a cache grown by concatenation).",
+        description="; ".join(f"{k.name}: {k.description}" for k in ENGINE_KINDS.values()) + ".",
     )
     max_num_seqs: Count = Field(default=256, description="Running sequences per engine (vLLM default 256).")
     max_num_batched_tokens: Count = Field(

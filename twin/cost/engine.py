@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.config.hardware import DTYPE_BYTES
+from twin.config.engines import ENGINE_KINDS
 from twin.config.plan import Plan
 from twin.cost import engine_modes, moe_engine, transformer
 from twin.cost.collectives import Topology
@@ -107,7 +108,7 @@ def engine_costs(plan: Plan, kernels: transformer.Kernels = "fused") -> EngineCo
     (twin.cost.hf_generate).
     """
     r = plan.placement.rollout
-    if r.engine == "hf_generate":
+    if ENGINE_KINDS[r.engine].hf_costs:
         return hf_generate_costs(_engine_costs(plan, "eager"), plan)
     spec = r.speculative != "none"
     costs = _engine_costs(plan, kernels, logit_rows=r.max_num_seqs * (r.num_speculative_tokens + 1) if spec else None)

@@ -25,6 +25,7 @@ import numpy as np
 
 from twin.config.hardware import DTYPE_BYTES
 from twin.config.model import ModelArch
+from twin.config.engines import ENGINE_KINDS
 from twin.config.plan import Plan
 from twin.cost.logits import logits_bytes
 from twin.cost.mixers import engine_mixers
@@ -166,7 +167,7 @@ def rollout_memory(plan: Plan) -> RoleMemory:
     r = plan.placement.rollout
     items: dict[str, float] = {}
     resident = resident_trainer_bytes(plan)
-    in_process = r.engine == "hf_generate"
+    in_process = ENGINE_KINDS[r.engine].in_trainer_process
     if in_process and resident:
         # HF generate runs in the trainer's own process: no engine budget of its own, its cache
         # grows in what the trainer's state leaves of the memory fraction

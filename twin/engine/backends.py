@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from twin.config.engines import ENGINE_KINDS
 from twin.cost.engine import EngineCosts
 from twin.engine import drivers
 from twin.engine.layout import (BUSY, CLOCK, EV_ENGINE, EV_FIELDS, EV_ID, EV_LEFT, EV_STEP,
@@ -67,7 +68,7 @@ class KernelBackend:
 
     def __init__(self, costs: EngineCosts, engines: int, kind: str) -> None:
         self.kc = KernelCosts.of(costs)
-        self.static = kind in ("static", "hf_generate")  # one kernel; the costs differ
+        self.static = ENGINE_KINDS[kind].batching == "static"  # one kernel per batching; the costs differ
         self.s = PoolArrays.empty(engines, costs.max_num_seqs, total_blocks(costs))
         self.t = TurnArrays.empty()
         self._closed_spans: list[Triple] = []

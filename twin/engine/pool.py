@@ -33,12 +33,13 @@ from typing import NamedTuple
 import numpy as np
 
 from twin.config.plan import Plan
+from twin.config.engines import ENGINE_KINDS
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.engine.backends import KernelBackend, ReferenceBackend, Steps
 from twin.engine.layout import LEAST_LOADED, ROUND_ROBIN, check_costs, total_blocks
 from twin.engine.router import ROUTERS, route
 
-KINDS = ("continuous", "static", "hf_generate")  # hf_generate: the static kernel, HF's costs
+KINDS = tuple(ENGINE_KINDS)
 BACKENDS = {"kernel": KernelBackend, "reference": ReferenceBackend}
 
 

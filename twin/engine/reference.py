@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from twin.config.engines import ENGINE_KINDS
 from twin.cost.engine import EngineCosts
 from twin.engine.layout import arrived_by, spans_touch, total_blocks
 
@@ -366,4 +367,4 @@ class StaticEngine(_Engine):
 def reference_engine(costs: EngineCosts, kind: str) -> ContinuousEngine | StaticEngine:
     """A reference engine of ``kind`` ('continuous', 'static' or 'hf_generate': static batching
     on HF generate's costs)."""
-    return {"continuous": ContinuousEngine, "static": StaticEngine, "hf_generate": StaticEngine}[kind](costs)
+    return {"continuous": ContinuousEngine, "static": StaticEngine}[ENGINE_KINDS[kind].batching](costs)

@@ -29,7 +29,8 @@ from twin.cost.memory import memory_problem
 from twin.cost.phases import learner_phases, switch_time
 from twin.cost.weight_sync import weight_sync_cost
 from twin.sim.producer import Producer, Ready
-from twin.sim.result import PHASE_LINK, SimResult, StepRecord
+from twin.sim.links import PHASE_LINK
+from twin.sim.result import SimResult, StepRecord
 from twin.sim.settle import settled, step_times
 from twin.sim.timeline import Timeline
 

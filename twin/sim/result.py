@@ -8,21 +8,6 @@ from twin.config.scenario import Scenario
 from twin.config.plan import Plan
 from twin.sim.timeline import Spans
 
-# Phases of a step map onto the links of the RL loop for the verdict.
-PHASE_LINK = {
-    "generation": "rollout",
-    "tools": "tools",
-    "reward": "reward",
-    "old_logprob": "optimization",
-    "reference": "optimization",
-    "critic": "optimization",
-    "update_actor": "optimization",
-    "weight_sync": "weight_sync",
-    "switch": "switch",
-    "evaluation": "evaluation",
-}
-
-
 @dataclass
 class StepRecord:
     """One optimizer step as the trainer saw it.
