@@ -23,6 +23,7 @@ from twin.config.scenario import Scenario
 from twin.cost.memory import memory_problem
 from twin.errors import InputError
 from twin.sim.result import SimResult
+from twin.sim.stragglers import draw as draw_slowdowns
 
 Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
 Source = Union[str, Path, Mapping, Scenario, None]  # a built-in name, a YAML path, data, or a Scenario
@@ -167,7 +168,9 @@ def simulate(plan: Plan, progress: Progress | None = None) -> Report:
     from twin.sim.loop import simulate as simulate_loop
 
     result = simulate_loop(plan, progress)
-    return Report(build_report(result), plan, result)
+    slow = draw_slowdowns(plan) if plan.scenario.faults.enabled else None  # the faults section's stragglers
+    straggled = simulate_loop(plan, None, slow) if slow is not None and slow.any else None
+    return Report(build_report(result, straggled, slow), plan, result)
 
 
 def run(source: Source = None, overrides: Mapping[str, object] | Sequence[str] | None = None, *,

@@ -52,8 +52,11 @@ def scenarios(draw, kinds=("continuous", "static")):
         keep=draw(st.booleans()),
         group=group,
     )
-    pool = dict(engines=draw(st.integers(1, 3)), kind=draw(st.sampled_from(kinds)),
-                router=draw(st.sampled_from(ROUTERS)))
+    engines = draw(st.integers(1, 3))
+    # some engines straggle (every iteration x its factor, twin.sim.stragglers)
+    slow = np.array(draw(st.lists(st.sampled_from([1.0, 1.0, 1.13, 1.5]), min_size=engines, max_size=engines)))
+    pool = dict(engines=engines, kind=draw(st.sampled_from(kinds)),
+                router=draw(st.sampled_from(ROUTERS)), slow=slow)
     return costs, workload, pool
 
 
@@ -218,3 +221,23 @@ def test_from_scenario_builds_one_engine_per_tp_group():
     from twin.runner import plan as plan_of
     pool = EnginePool.from_scenario(plan_of(overrides={"placement.rollout.tp": 2}))
     assert pool.engines == 16 and pool.kind == "continuous" and pool.router == "least_loaded"
+
+
+@pytest.mark.parametrize("kind", ["continuous", "static"])
+def test_a_slow_engine_takes_its_factor_longer(small_costs, kind):
+    # two engines, the same requests each (round robin), the second 20% slow: every finish of
+    # the second comes 1.2 times as late, and its busy time is 1.2 times the first's
+    pool = EnginePool(small_costs, 2, kind=kind, router="round_robin", slow=np.array([1.0, 1.2]))
+    pool.submit(np.arange(8), 12, np.repeat([30, 30, 55, 55, 80, 80, 17, 17], 1), 0.0)
+    events = pool.advance()
+    by_engine = {e: sorted(events.times[events.engines == e]) for e in (0, 1)}
+    np.testing.assert_allclose(by_engine[1], 1.2 * np.array(by_engine[0]), rtol=1e-12)
+    busy = pool.stats().busy_s
+    assert busy[1] == pytest.approx(1.2 * busy[0], rel=1e-12)
+
+
+def test_slow_factors_are_checked(small_costs):
+    with pytest.raises(ValueError, match="one factor >= 1 per engine"):
+        EnginePool(small_costs, 2, slow=np.array([1.0]))
+    with pytest.raises(ValueError, match="one factor >= 1 per engine"):
+        EnginePool(small_costs, 2, slow=np.array([1.0, 0.9]))

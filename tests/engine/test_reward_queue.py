@@ -20,7 +20,8 @@ def _jobs(seed, n, tries, fail_rate):
        tries=st.integers(1, 3), fail=st.floats(0, 0.6), timeout=st.floats(0.1, 20), calls=st.integers(1, 3))
 def test_kernel_matches_reference(seed, n, workers, tries, fail, timeout, calls):
     arrival, service, failed = _jobs(seed, n, tries, fail)
-    k_state, r_state = new_pool(workers), new_pool(workers)
+    slow = 1.0 + 0.5 * (np.random.default_rng(seed).random(workers) < 0.3)  # some workers straggle
+    k_state, r_state = new_pool(workers, slow), new_pool(workers, slow)
     for part in np.array_split(np.arange(n), calls):  # state carries over between calls
         if len(part) == 0:
             continue
@@ -54,4 +55,18 @@ def test_timeouts_and_retries():
     assert end[0] == pytest.approx(12.0) and attempts[0] == 2 and ok[0]
     failed = np.array([[True, True]])
     *_, ok, _ = sandbox_queue_kernel(arrival, np.array([[1.0, 1.0]]), failed, *new_pool(1), 10.0)
+    assert not ok[0]
+
+
+def test_a_slow_worker_takes_its_factor_longer_and_can_time_out():
+    # two workers, the second 1.5x slow: jobs alternate between them, its jobs take 1.5x
+    arrival = np.array([0.0, 0.0, 10.0, 10.0])
+    service = np.array([[2.0], [2.0], [4.0], [4.0]])
+    start, end, worker, attempts, ok, busy = sandbox_queue_kernel(
+        arrival, service, np.zeros((4, 1), bool), *new_pool(2, np.array([1.0, 1.5])), np.inf)
+    took = dict(zip(zip(worker.tolist(), service[:, 0].tolist()), (end - start).tolist()))
+    assert took == {(0, 2.0): 2.0, (1, 2.0): 3.0, (0, 4.0): 4.0, (1, 4.0): 6.0}
+    # a sample that fits the timeout at full speed may not on a slow worker
+    *_, ok, _ = sandbox_queue_kernel(np.array([0.0]), np.array([[8.0]]), np.zeros((1, 1), bool),
+                                     *new_pool(1, np.array([1.5])), 10.0)
     assert not ok[0]

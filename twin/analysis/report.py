@@ -19,10 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from twin.analysis import metrics
 from twin.analysis import run as whole_run
 from twin.analysis.assumptions import assumptions
+from twin.analysis.faults import faults_report
 from twin.config.scenario import resolved_dict
 from twin.config.warnings import warnings
 from twin.cost.memory import GiB, memory_report
 from twin.sim.result import SimResult
+from twin.sim.stragglers import Slowdowns
 
 
 class _Section(BaseModel):
@@ -91,6 +93,8 @@ class ReportData(_Section):
     plan: dict[str, Any]
     warnings: list[str]
     assumptions: list[dict[str, Any]]
+    faults: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
+                                          description="Failures, checkpoints, stragglers and goodput (twin.analysis.faults).")
     time_to: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @property
@@ -105,6 +109,11 @@ class ReportData(_Section):
     @property
     def useful_trajectories_per_hour(self) -> float:
         return self.throughput.useful_trajectories_per_hour
+
+    @property
+    def goodput(self) -> float | None:
+        """The share of wall time that produced kept training progress, where faults are priced."""
+        return self.faults["goodput"] if self.faults and self.faults.get("enabled") else None
 
     @property
     def total_gpus(self) -> int:
@@ -160,7 +169,9 @@ def rounded(x):
     return _r(x) if isinstance(x, float) else x
 
 
-def build_report(result: SimResult) -> ReportData:
+def build_report(result: SimResult, straggled: SimResult | None = None, slow: Slowdowns | None = None) -> ReportData:
+    """The report of ``result``; ``straggled``: the same plan simulated with its GPUs' slowdowns
+    ``slow`` (the ``faults`` section's stragglers; None: nothing runs slower)."""
     util = metrics.utilization(result)
     figures = whole_run.step_figures(result)
     memory = {
@@ -193,4 +204,5 @@ def build_report(result: SimResult) -> ReportData:
         "plan": result.plan.summary(),
         "warnings": warnings(result.plan),
         "assumptions": assumptions(result.plan),
+        "faults": rounded(faults_report(result, straggled, slow)),
     })

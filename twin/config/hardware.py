@@ -313,6 +313,38 @@ class Overhead(Strict):
     source: str
 
 
+# Meta's Llama 3 report (Dubey et al. 2024, "The Llama 3 Herd of Models", arXiv 2407.21783,
+# section 3.3.4, Table 5): 419 unexpected interruptions in a 54-day snapshot of pre-training on
+# 16,384 H100 GPUs (7.76 a day). By component, 88 took a whole host out (network switch or cable
+# 35, host maintenance 32, NIC 7, SSD 3, power supply 3, chassis 2, IO board 2, CPU 2, system
+# memory 2); the report attributes about 78% to confirmed or suspected hardware.
+LLAMA3_INTERRUPTIONS, LLAMA3_DAYS, LLAMA3_GPUS, LLAMA3_HOST_INTERRUPTIONS = 419, 54, 16_384, 88
+
+
+class Reliability(Strict):
+    """How often a GPU's job is interrupted, and what a failure takes with it."""
+
+    failures_per_gpu_hour: float = Field(
+        ge=0, le=1, description="Unexpected interruptions per GPU-hour, every cause counted once "
+        "(a host's failure is one interruption of all its GPUs).")
+    node_share: float = Field(
+        ge=0, le=1, description="Share of the interruptions that take a whole node (host, NIC, network, "
+        "power) rather than one GPU.")
+    hardware_share: float = Field(
+        ge=0, le=1, description="Share that needs the failed node replaced before the job restarts on "
+        "it; the rest (software) restart on the same nodes.")
+    source: str
+
+
+DEFAULT_RELIABILITY = Reliability(
+    failures_per_gpu_hour=LLAMA3_INTERRUPTIONS / (LLAMA3_DAYS * 24 * LLAMA3_GPUS),
+    node_share=LLAMA3_HOST_INTERRUPTIONS / LLAMA3_INTERRUPTIONS,
+    hardware_share=0.78,
+    source="Llama 3 report (arXiv 2407.21783, section 3.3.4, Table 5): 419 unexpected interruptions in 54 days "
+           "on 16,384 H100s; 88 of them host-level; about 78% hardware. Measured on H100s; for other GPUs "
+           "a transfer (assumed).")
+
+
 class DeviceProfile(Strict):
     """An accelerator (or a CPU used as one, for calibration and the probe loop)."""
 
@@ -326,6 +358,14 @@ class DeviceProfile(Strict):
     host_link: str | None = Field(
         default=None, description="Link profile for host<->device copies (offload)."
     )
+    reliability: Reliability | None = Field(
+        default=None, description="Optional. Interruptions per GPU-hour and what they take (docs/goodput.md); "
+        "absent: the Llama 3 report's H100 figures (DEFAULT_RELIABILITY).")
+
+    @property
+    def failure_model(self) -> Reliability:
+        """The profile's reliability, or the Llama 3 H100 figures where it has none."""
+        return self.reliability or DEFAULT_RELIABILITY
 
     def with_compute_scaled(self, factor: float) -> DeviceProfile:
         """This profile with its absolute compute curves (GEMM, attention forward, decode and
@@ -392,6 +432,14 @@ class HostProfile(Strict):
     provenance: Provenance
     cpu_cores: int = Field(gt=0, le=2**16)
     memory_bytes: float = Field(gt=0)
+    storage_write_bytes_per_s: float | None = Field(
+        default=None, ge=1e6,
+        description="Optional. Bytes/s one node writes to the shared storage checkpoints go to (docs/goodput.md). "
+        "Absent: the Llama 3 storage fabric's share per GPU (2 TB/s sustained for 16,384 GPUs, 122 MB/s) times "
+        "the node's GPUs.")
+    storage_read_bytes_per_s: float | None = Field(
+        default=None, ge=1e6,
+        description="Optional. Bytes/s one node reads a checkpoint back at on restart. Absent: the write rate.")
 
 
 Profile = Annotated[Union[DeviceProfile, LinkProfile, HostProfile], Field(discriminator="kind")]

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from twin.config import limits
 from twin.config.distributions import Component, Distribution, Fixed, Mixture
 from twin.config.engines import ENGINE_KINDS, EngineName
+from twin.config.faults import Faults
 from twin.config.frameworks import is_path
 from twin.config.hardware import DeviceProfile, Dtype, HostProfile, LinkProfile, Strict
 from twin.config.model import ModelArch
@@ -695,6 +696,8 @@ class Scenario(Strict):
     weight_sync: WeightSync = Field(default_factory=WeightSync)
     evaluation: Evaluation = Field(default_factory=Evaluation)
     run: Run = Field(default_factory=Run)
+    faults: Faults = Field(default_factory=Faults, description="Interruptions, restarts, checkpoints, "
+                           "stragglers and spare nodes at scale: the report's goodput (docs/goodput.md).")
 
     _m = _model("model")
 
@@ -728,6 +731,7 @@ class Scenario(Strict):
                              "whole nodes", field="placement.rollout.tp", value=p.rollout.tp,
                              allowed=f"1..{g}{domain}, or a multiple of cluster.gpus_per_node ({g})")
         check_moe_layout(self)
+        self.faults.check(self.cluster)
         if p.trainer.sp > 1 and self.model.num_heads % (p.trainer.tp * p.trainer.sp):
             raise InputError("Ulysses sequence parallelism splits attention heads: tp × sp must divide them",
                              field="placement.trainer.sp", value=p.trainer.sp,

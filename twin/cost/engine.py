@@ -36,12 +36,12 @@ many iterations in closed form instead of stepping token by token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from twin.config.hardware import DTYPE_BYTES
 from twin.config.engines import ENGINE_KINDS
+from twin.config.hardware import DTYPE_BYTES
 from twin.config.plan import Plan
 from twin.cost import engine_modes, moe_engine, transformer
 from twin.cost.collectives import Topology
@@ -73,6 +73,7 @@ class EngineCosts:
     cache_copy_s_per_token: float = 0.0
     # vLLM V1 / SGLang prefix caching: freed blocks stay cached until reused (twin.engine.reference)
     prefix_caching: bool = False
+    slow: float = 1.0  # every iteration × this: a straggling engine (twin.config.stragglers)
 
     def iteration_time(self, n: int, pairs: float, kv_tokens: float) -> float:
         """Seconds of one iteration (the formula of the module docstring)."""
@@ -82,7 +83,14 @@ class EngineCosts:
         gemms = max(self.linear_s[n], self.weights_s[n])
         attention = max(self.attn_s_per_pair * pairs, self.kv_s_per_token * kv_tokens)
         t = self.overhead_s + self.comm_s[n] + gemms + attention + self.cache_copy_s_per_token * kv_tokens
-        return max(t, self.host_floor_s)
+        return max(t, self.host_floor_s) * self.slow
+
+    def slowed(self, factor: float) -> EngineCosts:
+        """This table with every iteration ``factor`` times as long (a straggling engine); the
+        table itself when ``factor`` is 1."""
+        if factor == 1.0:
+            return self
+        return replace(self, slow=self.slow * factor)
 
     def decode_time(self, batch: int, context_tokens: float) -> float:
         """One decode iteration of ``batch`` sequences holding ``context_tokens`` in total."""

@@ -18,10 +18,31 @@ import numpy as np
 from twin.config.engines import ENGINE_KINDS
 from twin.cost.engine import EngineCosts
 from twin.engine import drivers
-from twin.engine.layout import (BUSY, CLOCK, EV_ENGINE, EV_FIELDS, EV_ID, EV_LEFT, EV_STEP,
-                                LEAST_LOADED, PADDING, PREEMPTIONS, RECOMPUTE_S, RET_END, RET_NEXT, SPAN_END,
-                                SPAN_START, TOKENS, TURN_END, TURN_NEXT, WASTED, KernelCosts,
-                                PoolArrays, TurnArrays, total_blocks)
+from twin.engine.layout import (
+    BUSY,
+    CLOCK,
+    EV_ENGINE,
+    EV_FIELDS,
+    EV_ID,
+    EV_LEFT,
+    EV_STEP,
+    LEAST_LOADED,
+    PADDING,
+    PREEMPTIONS,
+    RECOMPUTE_S,
+    RET_END,
+    RET_NEXT,
+    SPAN_END,
+    SPAN_START,
+    TOKENS,
+    TURN_END,
+    TURN_NEXT,
+    WASTED,
+    KernelCosts,
+    PoolArrays,
+    TurnArrays,
+    total_blocks,
+)
 from twin.engine.reference import reference_engine
 
 COUNTERS = ("busy_s", "tokens_generated", "preemptions", "wasted_tokens", "padding_tokens", "recompute_s")
@@ -66,8 +87,9 @@ def _follow_rows(count: int, follow) -> tuple[np.ndarray, np.ndarray]:
 class KernelBackend:
     """All engines of a pool as arrays, advanced by the Numba kernels."""
 
-    def __init__(self, costs: EngineCosts, engines: int, kind: str) -> None:
+    def __init__(self, costs: EngineCosts, engines: int, kind: str, slow: np.ndarray | None = None) -> None:
         self.kc = KernelCosts.of(costs)
+        self.cf = self.kc.per_engine(np.ones(engines) if slow is None else slow)  # a row per engine
         self.static = ENGINE_KINDS[kind].batching == "static"  # one kernel per batching; the costs differ
         self.s = PoolArrays.empty(engines, costs.max_num_seqs, total_blocks(costs))
         self.t = TurnArrays.empty()
@@ -132,7 +154,7 @@ class KernelBackend:
         while True:
             full = drivers.advance_pool(
                 self.static, s.req, s.arrival, s.running, s.waiting, s.free_slots, s.eng, s.engf,
-                self.kc.tab, self.kc.cf, self.kc.params, steps.dirty, steps.next, steps.rr, steps.router,
+                self.kc.tab, self.cf, self.kc.params, steps.dirty, steps.next, steps.rr, steps.router,
                 float(since), float(steps.until), bool(steps.settle), float(steps.gap), resume,
                 t.ret_t, t.ret_i, t.pstate, t.fu_t, t.fu_i, t.base, ev_i, ev_t, sp_e, sp_t, counts, at)
             if full < 0:
@@ -160,7 +182,7 @@ class KernelBackend:
     def peek(self, which: np.ndarray) -> np.ndarray:
         out = np.empty(which.size, np.float64)
         if which.size:
-            drivers.peek_engines(*self._args(), self.kc.tab, self.kc.cf, self.kc.params,
+            drivers.peek_engines(*self._args(), self.kc.tab, self.cf, self.kc.params,
                                  which.astype(np.int64), out)
         return out
 
@@ -194,8 +216,9 @@ class ReferenceBackend:
     """One plain-Python reference engine per engine (slow; the kernels' oracle), with the
     lockstep steps of :func:`twin.engine.drivers.advance_pool` written out in Python."""
 
-    def __init__(self, costs: EngineCosts, engines: int, kind: str) -> None:
-        self.engines = [reference_engine(costs, kind) for _ in range(engines)]
+    def __init__(self, costs: EngineCosts, engines: int, kind: str, slow: np.ndarray | None = None) -> None:
+        factors = np.ones(engines) if slow is None else slow
+        self.engines = [reference_engine(costs.slowed(float(f)), kind) for f in factors]
         self.returns: list = []  # heap of (time, seq, id, prompt, new, follow-ups)
         self.seq = 0
 

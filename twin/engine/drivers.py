@@ -27,10 +27,37 @@ from __future__ import annotations
 import numpy as np
 
 from twin.engine.continuous import advance_continuous, interrupt_continuous
-from twin.engine.layout import (EV_CONTEXT, EV_ID, EV_LEFT, EV_NEXT, EV_STEP, EV_FIELDS, FU_NEW,
-                                FU_REPLY, ID, LEAST_LOADED, MAX_SEQS, NEW, NFREE, NRET, PREFIX, PROMPT,
-                                RET_END, RET_FIELDS, RET_ID, RET_NEW, RET_NEXT, RET_PROMPT, RET_SEQ,
-                                SCRATCH_ROWS, SEQ, TURN_END, TURN_NEXT, WCOUNT, WHEAD)
+from twin.engine.layout import (
+    EV_CONTEXT,
+    EV_FIELDS,
+    EV_ID,
+    EV_LEFT,
+    EV_NEXT,
+    EV_STEP,
+    FU_NEW,
+    FU_REPLY,
+    ID,
+    LEAST_LOADED,
+    MAX_SEQS,
+    NEW,
+    NFREE,
+    NRET,
+    PREFIX,
+    PROMPT,
+    RET_END,
+    RET_FIELDS,
+    RET_ID,
+    RET_NEW,
+    RET_NEXT,
+    RET_PROMPT,
+    RET_SEQ,
+    SCRATCH_ROWS,
+    SEQ,
+    TURN_END,
+    TURN_NEXT,
+    WCOUNT,
+    WHEAD,
+)
 from twin.engine.static import advance_static, interrupt_static
 from twin.jit import njit
 
@@ -152,7 +179,8 @@ def _advance_one(static, req, arrival, running, waiting, free_slots, eng, engf, 
 @njit
 def peek_engines(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
                  which, out):
-    """``out[i]``: time of the next finish on engine ``which[i]`` if nothing else is submitted.
+    """``out[i]``: time of the next finish on engine ``which[i]`` if nothing else is submitted
+    (``cf``: a row per engine, :meth:`twin.engine.layout.KernelCosts.per_engine`).
 
     Runs a copy of the engine's state, so the pool itself does not move.
     """
@@ -168,7 +196,7 @@ def peek_engines(static, req, arrival, running, waiting, free_slots, eng, engf, 
         sp_e = np.empty(cap + 2, np.int64)
         sp_t = np.empty((2, cap + 2), np.float64)
         counts = np.zeros(2, np.int64)
-        _advance_one(static, r, a, ru, w, fs, en, ef, tab, cf, params, 0, np.inf, 1, scratch,
+        _advance_one(static, r, a, ru, w, fs, en, ef, tab, cf[e], params, 0, np.inf, 1, scratch,
                      ev_i, ev_t, sp_e, sp_t, counts)
         out[i] = ev_t[0] if counts[0] > 0 else np.inf
 
@@ -217,7 +245,8 @@ def _next_finish(static, req, arrival, running, waiting, free_slots, eng, engf, 
 def advance_pool(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
                  dirty, nxt, rr, router, since, until, settle, gap, resume,
                  ret_t, ret_i, pstate, fu_t, fu_i, fu_base, ev_i, ev_t, sp_e, sp_t, counts, at):
-    """Advance the pool from ``since`` to ``until`` in lockstep steps (see the module).
+    """Advance the pool from ``since`` to ``until`` in lockstep steps (see the module); ``cf``
+    holds a row per engine (its own slowdown).
 
     In each step the engines with work run to its end — all of them with ``settle``,
     otherwise those whose future changed (``dirty``) or whose known next finish (``nxt``)
@@ -270,7 +299,7 @@ def advance_pool(static, req, arrival, running, waiting, free_slots, eng, engf, 
                                                        dirty, nxt)))
         for e in range(engines):
             if cap - eng[e, NFREE] > 0 and (settle or dirty[e] or nxt[e] <= end):
-                _advance_one(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf,
+                _advance_one(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf[e],
                              params, e, end, unlimited, scratch, ev_i, ev_t, sp_e, sp_t, counts)
                 dirty[e] = True
         for k in range(scanned, counts[0]):

@@ -4,7 +4,9 @@ One iteration costs (the formula of :mod:`twin.cost.engine`)::
 
     device(n, pairs, kv) = overhead + comm[n] + max(linear[n], weights[n]) + max(attn·pairs, kvs·kv)
                            + copy·kv
-    t = max(device, host_floor)
+    t = max(device, host_floor) · slow
+
+(``slow``: a straggling engine's factor, 1 at the table's rate; it scales every time alike.)
 
 ``copy`` and ``host_floor`` are zero except for HF generate (twin.cost.hf_generate: the
 DynamicCache's concatenation, and a GPU's wait on an eager host). While a batch of ``n``
@@ -21,8 +23,17 @@ from __future__ import annotations
 import math
 
 from twin.engine.bookkeeping import arrived_by
-from twin.engine.layout import (ATTN_PER_PAIR, COMM, COPY_PER_TOKEN, HOST_FLOOR, KV_PER_TOKEN, LINEAR, OVERHEAD,
-                                WEIGHTS)
+from twin.engine.layout import (
+    ATTN_PER_PAIR,
+    COMM,
+    COPY_PER_TOKEN,
+    HOST_FLOOR,
+    KV_PER_TOKEN,
+    LINEAR,
+    OVERHEAD,
+    SLOW,
+    WEIGHTS,
+)
 from twin.jit import njit
 
 
@@ -37,7 +48,7 @@ def iteration_time(tab, cf, n, pairs, kv):
     gemms = max(tab[LINEAR, n], tab[WEIGHTS, n])
     attention = max(cf[ATTN_PER_PAIR] * pairs, cf[KV_PER_TOKEN] * kv)
     t = cf[OVERHEAD] + tab[COMM, n] + gemms + attention + cf[COPY_PER_TOKEN] * kv
-    return max(t, cf[HOST_FLOOR])
+    return max(t, cf[HOST_FLOOR]) * cf[SLOW]
 
 
 @njit
@@ -56,7 +67,7 @@ def decode_run_time(tab, cf, n, ctx, k):
         return 0.0
     floor = cf[HOST_FLOOR]
     if floor <= 0.0 or _device_run_time(tab, cf, n, ctx, 1) >= floor:
-        return _device_run_time(tab, cf, n, ctx, k)
+        return _device_run_time(tab, cf, n, ctx, k) * cf[SLOW]
     # iterations 0..j-1 wait on the host; j: the first whose device time reaches the floor
     lo, hi = 0, k  # iteration lo is below the floor; hi reaches it (or is past the run)
     while hi - lo > 1:
@@ -65,7 +76,7 @@ def decode_run_time(tab, cf, n, ctx, k):
             hi = mid
         else:
             lo = mid
-    return hi * floor + _device_run_time(tab, cf, n, ctx + n * hi, k - hi)
+    return (hi * floor + _device_run_time(tab, cf, n, ctx + n * hi, k - hi)) * cf[SLOW]
 
 
 @njit

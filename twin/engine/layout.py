@@ -55,9 +55,10 @@ ENG_FIELDS = 14
 CLOCK, BUSY, SPAN_START, SPAN_END, RECOMPUTE_S = range(5)
 ENGF_FIELDS = 5
 
-# tab[row, tokens in the iteration] and cf[field]: the EngineCosts table
+# tab[row, tokens in the iteration] and cf[field]: the EngineCosts table; SLOW multiplies every
+# iteration's time (a straggling engine: twin.config.stragglers), 1 for an engine at the table's rate
 LINEAR, WEIGHTS, COMM = range(3)
-OVERHEAD, ATTN_PER_PAIR, KV_PER_TOKEN, HOST_FLOOR, COPY_PER_TOKEN = range(5)
+OVERHEAD, ATTN_PER_PAIR, KV_PER_TOKEN, HOST_FLOOR, COPY_PER_TOKEN, SLOW = range(6)
 
 # params[field]
 MAX_SEQS, TOKEN_BUDGET, BLOCK_SIZE, TOTAL_BLOCKS, PREFIX_CACHING = range(5)
@@ -74,7 +75,7 @@ class KernelCosts:
     """An :class:`EngineCosts` flattened into the arrays the kernels read."""
 
     tab: np.ndarray      # (3, max_num_batched_tokens + 1): linear, weights, comm seconds
-    cf: np.ndarray       # overhead_s, attn_s_per_pair, kv_s_per_token, host_floor_s, cache_copy_s_per_token
+    cf: np.ndarray       # overhead_s, attn_s_per_pair, kv_s_per_token, host_floor_s, cache_copy_s_per_token, slow
     params: np.ndarray   # max_num_seqs, max_num_batched_tokens, block_size, total blocks, prefix caching
 
     @classmethod
@@ -83,10 +84,17 @@ class KernelCosts:
         tab = np.ascontiguousarray(np.stack([costs.linear_s, costs.weights_s, costs.comm_s]),
                                    dtype=np.float64)
         cf = np.array([costs.overhead_s, costs.attn_s_per_pair, costs.kv_s_per_token, costs.host_floor_s,
-                       costs.cache_copy_s_per_token], np.float64)
+                       costs.cache_copy_s_per_token, costs.slow], np.float64)
         params = np.array([costs.max_num_seqs, costs.max_num_batched_tokens, costs.block_size,
                            total_blocks(costs), int(costs.prefix_caching)], np.int64)
         return cls(tab, cf, params)
+
+    def per_engine(self, slow: np.ndarray) -> np.ndarray:
+        """``cf`` for each engine (rows), each slowed by its factor in ``slow`` (>= 1; 1: the
+        table's rate). The kernels read engine ``e``'s row."""
+        rows = np.repeat(self.cf[None, :], len(slow), axis=0)
+        rows[:, SLOW] = self.cf[SLOW] * slow
+        return np.ascontiguousarray(rows)
 
 
 def total_blocks(costs: EngineCosts) -> int:

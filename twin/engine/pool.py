@@ -32,8 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from twin.config.plan import Plan
 from twin.config.engines import ENGINE_KINDS
+from twin.config.plan import Plan
 from twin.cost.engine import EngineCosts, engine_costs
 from twin.engine.backends import KernelBackend, ReferenceBackend, Steps
 from twin.engine.layout import LEAST_LOADED, ROUND_ROBIN, check_costs, total_blocks
@@ -93,11 +93,12 @@ def _sorted(ids, times, engines, left, step) -> Events:
 
 
 class EnginePool:
-    """``engines`` identical engines of one :class:`EngineCosts`, fed by a router."""
+    """``engines`` engines of one :class:`EngineCosts`, fed by a router; ``slow`` makes some
+    of them slower (every iteration × its factor)."""
 
     def __init__(self, costs: EngineCosts, engines: int = 1, *, kind: str = "continuous",
                  router: str = "least_loaded", backend: str = "kernel",
-                 min_tool_s: float = math.inf) -> None:
+                 min_tool_s: float = math.inf, slow: np.ndarray | None = None) -> None:
         if engines < 1:
             raise ValueError(f"a pool needs at least one engine, got {engines}")
         for name, value, allowed in (("kind", kind, KINDS), ("router", router, ROUTERS),
@@ -105,8 +106,10 @@ class EnginePool:
             if value not in allowed:
                 raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(allowed)}")
         check_costs(costs)
+        if slow is not None and (len(slow) != engines or np.min(slow) < 1.0):
+            raise ValueError(f"slow: one factor >= 1 per engine ({engines}), got {slow!r}")
         self.costs, self.kind, self.router = costs, kind, router
-        self._backend = BACKENDS[backend](costs, engines, kind)
+        self._backend = BACKENDS[backend](costs, engines, kind, slow)
         self._max_tokens = total_blocks(costs) * costs.block_size
         self._next = np.full(engines, math.inf)
         self._dirty = np.zeros(engines, bool)
@@ -118,13 +121,15 @@ class EnginePool:
         self._horizon = 0.0
 
     @classmethod
-    def from_scenario(cls, plan: Plan, *, backend: str = "kernel") -> "EnginePool":
+    def from_scenario(cls, plan: Plan, *, backend: str = "kernel", slow: np.ndarray | None = None) -> "EnginePool":
         """The rollout pool of ``plan``: its engines, batching kind and router; its steps
-        are bounded by the least tool latency of the workload."""
+        are bounded by the least tool latency of the workload. ``slow``: each engine's
+        slowdown (a straggler's factor, :mod:`twin.config.stragglers`; None: all at the
+        cost table's rate)."""
         r = plan.placement.rollout
         mt = plan.workload.multi_turn
         return cls(engine_costs(plan), plan.rollout_engines, kind=r.engine, router=r.router,
-                   backend=backend, min_tool_s=mt.tool_latency_s.lower_bound() if mt else math.inf)
+                   backend=backend, min_tool_s=mt.tool_latency_s.lower_bound() if mt else math.inf, slow=slow)
 
     @property
     def engines(self) -> int:

@@ -2,7 +2,8 @@
 
 Jobs (one per trajectory) arrive in time order; each takes the worker that frees first
 (ties to the lowest worker id, so runs are deterministic). An attempt lasts its sampled
-service time, cut at the timeout; a failed or timed-out attempt is retried at once on the
+service time times the worker's slowdown (a straggler's factor, 1 at full speed), cut at the
+timeout; a failed or timed-out attempt is retried at once on the
 same worker (the sandbox restarts the test run) until ``max_retries`` are spent, after which
 the job is reported failed. Service times and failure draws are sampled by the caller, so
 kernel and reference see identical inputs.
@@ -18,31 +19,35 @@ from twin.engine.heap import sift_down
 from twin.jit import njit
 
 
-def new_pool(workers: int) -> tuple[np.ndarray, np.ndarray]:
-    """The queue's state between calls: a min-heap of (free time, worker id)."""
-    return np.zeros(workers), np.arange(workers, dtype=np.int64)
+def new_pool(workers: int, slow: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The queue's state between calls: a min-heap of (free time, worker id), and each
+    worker's slowdown (``slow``; None: all at full speed)."""
+    factors = np.ones(workers) if slow is None else np.ascontiguousarray(slow, dtype=np.float64)
+    return np.zeros(workers), np.arange(workers, dtype=np.int64), factors
 
 
 @njit
-def serve(service, failed, j, timeout, t0):
-    """Job ``j`` from ``t0``: attempts until one succeeds within the timeout or the retries
-    run out; returns (end time, attempts, success)."""
+def serve(service, failed, j, timeout, t0, slow):
+    """Job ``j`` from ``t0`` on a worker ``slow`` times slower than its sampled times: attempts
+    until one succeeds within the timeout or the retries run out; returns (end time, attempts,
+    success)."""
     t = t0
     k = 0
     while k < service.shape[1]:
-        t += min(service[j, k], timeout)
+        took = service[j, k] * slow
+        t += min(took, timeout)
         k += 1
-        if service[j, k - 1] <= timeout and not failed[j, k - 1]:
+        if took <= timeout and not failed[j, k - 1]:
             return t, k, True
     return t, k, False
 
 
 @njit
-def sandbox_queue_kernel(arrival, service, failed, keys, ids, timeout):
+def sandbox_queue_kernel(arrival, service, failed, keys, ids, slow, timeout):
     """Serve jobs in order; returns (start, end, worker, attempts, ok) per job and the busy
-    seconds per worker. ``keys``/``ids`` (see :func:`new_pool`) are updated in place, so a
-    later call continues where this one left off. ``service`` and ``failed`` have one
-    column per attempt (1 + max_retries).
+    seconds per worker. ``keys``/``ids``/``slow`` (see :func:`new_pool`; keys and ids are
+    updated in place, so a later call continues where this one left off). ``service`` and
+    ``failed`` have one column per attempt (1 + max_retries).
     """
     workers = len(keys)
     n = service.shape[0]
@@ -55,7 +60,7 @@ def sandbox_queue_kernel(arrival, service, failed, keys, ids, timeout):
     for j in range(n):
         w = ids[0]
         t0 = max(arrival[j], keys[0])
-        t, k, success = serve(service, failed, j, timeout, t0)
+        t, k, success = serve(service, failed, j, timeout, t0, slow[w])
         start[j], end[j], worker[j], attempts[j], ok[j] = t0, t, w, k, success
         busy[w] += t - t0
         keys[0] = t
@@ -63,7 +68,7 @@ def sandbox_queue_kernel(arrival, service, failed, keys, ids, timeout):
     return start, end, worker, attempts, ok, busy
 
 
-def sandbox_queue_reference(arrival, service, failed, keys, ids, timeout):
+def sandbox_queue_reference(arrival, service, failed, keys, ids, slow, timeout):
     """Plain-Python twin of :func:`sandbox_queue_kernel` (same semantics, heapq)."""
     n = service.shape[0]
     workers = len(keys)
@@ -75,7 +80,7 @@ def sandbox_queue_reference(arrival, service, failed, keys, ids, timeout):
     for j in range(n):
         free, w = heapq.heappop(heap)
         t0 = max(float(arrival[j]), free)
-        t, k, success = serve(service, failed, j, timeout, t0)  # the queue, not the attempts, is on trial
+        t, k, success = serve(service, failed, j, timeout, t0, slow[w])  # the queue, not the attempts, is on trial
         start[j], end[j], worker[j], attempts[j], ok[j] = t0, t, w, k, success
         busy[w] += t - t0
         heapq.heappush(heap, (t, w))

@@ -28,30 +28,33 @@ from twin.cost.learner import optimizer_time
 from twin.cost.memory import memory_problem
 from twin.cost.phases import learner_phases, switch_time
 from twin.cost.weight_sync import weight_sync_cost
-from twin.sim.producer import Producer, Ready
 from twin.sim.links import PHASE_LINK
+from twin.sim.producer import Producer, Ready
 from twin.sim.result import SimResult, StepRecord
 from twin.sim.settle import settled, step_times
+from twin.sim.stragglers import Slowdowns
 from twin.sim.timeline import Timeline
 
 Progress = Callable[[int, int, float], None]  # (steps done, steps, simulated seconds)
 
 
-def simulate(plan: Plan, progress: Progress | None = None) -> SimResult:
+def simulate(plan: Plan, progress: Progress | None = None, slow: Slowdowns | None = None) -> SimResult:
     """Simulate ``plan.run.steps`` optimizer steps (fewer once the step time has settled, with
     ``run.steady_tolerance``: :mod:`twin.sim.settle`); deterministic for a plan + seed.
+    ``slow``: GPUs slower than the profile (:mod:`twin.sim.stragglers`; None: none is).
 
     Raises :class:`~twin.errors.InputError` when a role does not fit in GPU memory.
     """
     problem = memory_problem(plan)
     if problem is not None:
         raise problem
-    return _Loop(plan, progress).run()
+    return _Loop(plan, progress, slow).run()
 
 
 class _Loop:
-    def __init__(self, plan: Plan, progress: Progress | None) -> None:
+    def __init__(self, plan: Plan, progress: Progress | None, slow: Slowdowns | None = None) -> None:
         self.plan, self.progress = plan, progress
+        self.pace = 1.0 if slow is None else slow.trainer  # the synchronous update's slowest rank
         mode, a = plan.mode, plan.algorithm
         self.rng = np.random.default_rng(plan.run.seed)
         self.timeline = Timeline()
@@ -68,6 +71,7 @@ class _Loop:
             batchwise=not streaming,
             partial=streaming and a.partial_rollout,
             safe_window_s=safe if pipelined else math.inf,
+            slow=slow,
         )
         self.timeline.resource("trainer/pool", 1.0)
         self.timeline.resource("link/weight-sync", 1.0)
@@ -104,6 +108,8 @@ class _Loop:
                 t = env.now
                 seqs = ready.context
                 phases = learner_phases(plan, seqs, minibatches=plan.algorithm.minibatches // chunks)
+                if self.pace != 1.0:
+                    phases = {k: v * self.pace for k, v in phases.items()}
                 if self.switch_s:
                     t = self._span(rec, "trainer/pool", "switch", t, self.switch_s)
                 for phase, sec in phases.items():

@@ -52,12 +52,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twin.config.scenario import max_lag
 from twin.config.plan import Plan
+from twin.config.scenario import max_lag
+from twin.config.workload import sample_batch
 from twin.engine import EnginePool
 from twin.sim.reward import RewardService
+from twin.sim.stragglers import Slowdowns
 from twin.sim.timeline import Timeline
-from twin.config.workload import sample_batch
 
 EVAL_ID_BASE = 1 << 40  # evaluation requests share the engines but not the groups
 
@@ -134,10 +135,12 @@ class Producer:
     """
 
     def __init__(self, plan: Plan, timeline: Timeline, rng: np.random.Generator,
-                 *, staleness: float, batchwise: bool, partial: bool, safe_window_s: float) -> None:
+                 *, staleness: float, batchwise: bool, partial: bool, safe_window_s: float,
+                 slow: Slowdowns | None = None) -> None:
         self.plan, self.timeline, self.rng = plan, timeline, rng
-        self.pool = EnginePool.from_scenario(plan)
-        self.reward = RewardService(plan, np.random.default_rng(rng.integers(2**63)))
+        self.pool = EnginePool.from_scenario(plan, slow=None if slow is None else slow.engines)
+        self.reward = RewardService(plan, np.random.default_rng(rng.integers(2**63)),
+                                    None if slow is None else slow.reward_servers)
         self.staleness, self.batchwise, self.partial = staleness, batchwise, partial
         self.max_lag = max_lag(staleness)  # versions a trained group may lag
         self.safe_window_s = safe_window_s

@@ -15,10 +15,10 @@ from twin.engine.reward_queue import new_pool, sandbox_queue_kernel
 
 
 class RewardService:
-    def __init__(self, plan: Plan, rng: np.random.Generator) -> None:
+    def __init__(self, plan: Plan, rng: np.random.Generator, slow: np.ndarray | None = None) -> None:
         self.plan, self.rng = plan, rng
         self.servers = reward_cost.servers(plan)
-        self.keys, self.ids = new_pool(self.servers)
+        self.keys, self.ids, self.slow = new_pool(self.servers, slow)  # slow: each server's slowdown
         self.busy_s = 0.0
 
     @property
@@ -33,7 +33,7 @@ class RewardService:
         service, failed, timeout = reward_cost.service(self.plan, self.rng, context[order])
         start, end, _, _, ok, busy = sandbox_queue_kernel(
             np.ascontiguousarray(arrival[order], dtype=np.float64), np.ascontiguousarray(service),
-            np.ascontiguousarray(failed), self.keys, self.ids, float(timeout))
+            np.ascontiguousarray(failed), self.keys, self.ids, self.slow, float(timeout))
         self.busy_s += float(busy.sum())
         out_start, out_end, out_ok = np.empty_like(start), np.empty_like(end), np.empty_like(ok)
         out_start[order], out_end[order], out_ok[order] = start, end, ok

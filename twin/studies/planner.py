@@ -37,6 +37,7 @@ from twin.cost.memory import memory_problem, resident_trainer_bytes, rollout_mem
 from twin.errors import InputError, choices
 from twin.sim.settle import settling
 from twin.studies import executors, noise
+from twin.studies.goodput import WITHOUT_FAULTS
 from twin.studies.placement import PoolSplit, engines_on_their_own_gpus
 
 EXHAUSTIVE_LIMIT = 256     # feasible candidates simulated at full steps without screening
@@ -54,6 +55,9 @@ OBJECTIVES = {
     "tokens_per_s": "tokens/s (higher is better)",
     "cost": "GPU-hours (or, with a price, money) per 1,000 useful trajectories (lower is better)",
     "run_time": "hours for the scenario's run.steps, its drift included (lower is better)",
+    "goodput_useful_trajectories_per_hour": "useful trajectories/h × goodput: over the wall time failures and "
+                                            "stragglers leave (higher is better; docs/goodput.md)",
+    "goodput_tokens_per_s": "tokens/s × goodput (higher is better)",
 }
 
 # The fields the search sets itself: a --set or --vary of one would be overwritten.
@@ -283,6 +287,7 @@ class Ranked:
             "useful_trajectories_per_hour": self.report.throughput.useful_trajectories_per_hour,
             "tokens_per_s": self.report.throughput.tokens_per_s,
             "run_time_s": run_time_s(self.report),
+            "goodput": self.report.goodput,
             "binding_link": binding.link if binding else None,
             "binding_load": binding.load if binding else None,
             "binding_critical_path_share": binding.critical_path_share if binding else None,
@@ -387,10 +392,12 @@ class PlanResult:
                      for i, r in enumerate(self.search["rungs"])) if len(self.search["rungs"]) > 1 else "") + ")"]
         vary = list(self.vary)
         cost, timed = self.objective == "cost", self.objective == "run_time"
+        weighted = self.objective.startswith("goodput_")
         unit = "$" if self.gpu_hour_price else "GPU-h"
         header = (f"{'rank':>4s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} "
                   f"{'step (s)':>9s} {'useful/h':>11s} {'tokens/s':>10s}"
                   + (f" {unit + '/1k':>9s}" if cost else "") + (f" {'run (h)':>8s}" if timed else "")
+                  + (f" {'goodput':>7s} {'× goodput':>11s}" if weighted else "")
                   + f"  {'binding link (share, load)':32s} {'noise':>6s}")
         header += "".join(f"  {p}" for p in vary)
         lines.append(header)
@@ -406,6 +413,8 @@ class PlanResult:
                 line += f" {d['cost_per_1000_useful']:9.3g}" if d["cost_per_1000_useful"] is not None else f" {'-':>9s}"
             if timed:
                 line += f" {d['run_time_s'] / 3600:8.2f}"
+            if weighted:
+                line += f" {d['goodput']:7.3f} {r.score:11,.0f}"
             noise = f"{d['noise'] * 100:.1f}%" if d["noise"] is not None else "-"
             line += f"  {link:32s} {noise:>6s}"
             line += "".join(f"  {json.dumps(r.candidate.overrides[p])}" for p in vary)
@@ -438,6 +447,8 @@ def run_time_s(report: ReportData) -> float:
 
 
 def _metric(report: ReportData, objective: str) -> float:
+    if objective.startswith("goodput_"):  # the report's faults section weighs the rate by its goodput
+        return report.faults[objective.removeprefix("goodput_")]
     if objective == "tokens_per_s":
         return report.throughput.tokens_per_s
     if objective == "run_time":
@@ -713,14 +724,17 @@ class _Session:
         others are added to it."""
         full = self.base["run"]["steps"] if steps is None else steps
         seeds = seeds or [None] * len(cands)
-        keys = [json.dumps({"overrides": c.overrides, "steps": full, "seed": seed}, sort_keys=True)
+        weighted = self.objective.startswith("goodput_")  # else the faults section is not simulated
+        keys = [json.dumps({"overrides": c.overrides, "steps": full, "seed": seed, "faults": weighted}, sort_keys=True)
                 for c, seed in zip(cands, seeds)]
         out: list = [self.journal.get(k) if self.journal else None for k in keys]
         todo = [i for i, r in enumerate(out) if r is None]
         for i, r in enumerate(out):
             if r is not None:
                 self._seen(cands[i], r, full, seeds[i])
-        jobs = [_with_steps(apply_overrides(self.base, cands[i].overrides), steps, seeds[i]) for i in todo]
+        faults = {} if weighted else WITHOUT_FAULTS
+        jobs = [_with_steps(apply_overrides(self.base, {**cands[i].overrides, **faults}), steps, seeds[i])
+                for i in todo]
         resumed = len(cands) - len(todo)
 
         def finished(j: int, result) -> None:

@@ -26,6 +26,7 @@ from twin.config.scenario import placement_pools
 from twin.errors import InputError
 from twin.sim.settle import settling
 from twin.studies import executors
+from twin.studies.goodput import bind_line, failures_bind_at, point_figures
 from twin.studies.placement import PoolSplit
 from twin.studies.planner import plan_budget
 
@@ -130,7 +131,7 @@ class ScalePoint:
         if r is None:
             keys = ("mode", "staleness", "partial_rollout", "rollout_gpus", "trainer_gpus", "engine_tp", "step_time_s", "useful_trajectories_per_hour",
                     "tokens_per_s", "binding_link", "binding_critical_path_share", "binding_load")
-            return {**out, **dict.fromkeys(keys)}
+            return {**out, **dict.fromkeys(keys), **point_figures(None)}
         binding = r.binding
         plan, algorithm = r.plan, r.scenario["algorithm"]
         return {**out, "mode": plan["mode"], "staleness": algorithm["staleness"],
@@ -141,7 +142,7 @@ class ScalePoint:
                 "tokens_per_s": r.throughput.tokens_per_s,
                 "binding_link": binding.link if binding else None,
                 "binding_critical_path_share": binding.critical_path_share if binding else None,
-                "binding_load": binding.load if binding else None}
+                "binding_load": binding.load if binding else None, **point_figures(r)}
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,11 @@ class ScaleResult:
         return out
 
     @property
+    def failures_bind_at(self) -> int | None:
+        """The first size where failures take 5% of the wall time (:mod:`twin.studies.goodput`)."""
+        return failures_bind_at(p.to_dict() for p in self.points)
+
+    @property
     def stops_paying_at(self) -> int | None:
         """The first size whose scaling efficiency is below the threshold (None: none is)."""
         for p in self.points:
@@ -179,7 +185,7 @@ class ScaleResult:
         return {"scenario": self.scenario_name, "replan": self.replan, "scale_batch": self.scale_batch,
                 "threshold": self.threshold,
                 "points": [p.to_dict() for p in self.points], "binding_changes": self.binding_changes,
-                "stops_paying_at": self.stops_paying_at}
+                "stops_paying_at": self.stops_paying_at, "failures_bind_at": self.failures_bind_at}
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys): the same for the same inputs."""
@@ -190,9 +196,11 @@ class ScaleResult:
         how = "the planner's best at each size" if self.replan else "its placement scaled proportionally"
         how += ", the batch grown with the GPUs" if self.scale_batch else ", the batch fixed"
         lines = [f"Scaling {self.scenario_name}: {how}; efficiency = useful trajectories/h per GPU "
-                 "against the smallest size that runs",
+                 "against the smallest size that runs; × goodput: useful trajectories/h over the wall time "
+                 "failures and stragglers leave",
                  f"{'GPUs':>6s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} {'step (s)':>9s} "
-                 f"{'useful/h':>11s} {'per GPU':>8s} {'effic.':>7s}  binding link (share of the step, load)"]
+                 f"{'useful/h':>11s} {'per GPU':>8s} {'effic.':>7s} {'goodput':>7s} {'× goodput':>11s}  "
+                 "binding link (share of the step, load)"]
         for p in self.points:
             d = p.to_dict()
             if p.report is None:
@@ -205,8 +213,10 @@ class ScaleResult:
             lines.append(f"{p.gpus:6d}  {mode:15s} {d['rollout_gpus']:7d} "
                          f"{('shared' if shared else str(d['trainer_gpus'])):>7s} {d['engine_tp']:3d} {d['staleness']:5g} "
                          f"{d['step_time_s']:9.1f} {d['useful_trajectories_per_hour']:11,.0f} "
-                         f"{d['useful_trajectories_per_hour'] / p.gpus:8,.0f} {d['scaling_efficiency']:7.2f}  "
-                         f"{d['binding_link']}{load}")
+                         f"{d['useful_trajectories_per_hour'] / p.gpus:8,.0f} {d['scaling_efficiency']:7.2f} "
+                         + (f"{d['goodput']:7.3f} {d['goodput_useful_trajectories_per_hour']:11,.0f}  "
+                            if d["goodput"] is not None else f"{'-':>7s} {'-':>11s}  ")
+                         + f"{d['binding_link']}{load}")
         changes = self.binding_changes
         if changes:
             for c in changes:
@@ -221,6 +231,8 @@ class ScaleResult:
                          f"{self.threshold:g} (--threshold)")
         else:
             lines.append(f"  scaling efficiency stays at or above {self.threshold:g} (--threshold) at every size")
+        if any(p.report for p in self.points):
+            lines.append(bind_line(self.failures_bind_at))
         return "\n".join(lines)
 
 

@@ -32,7 +32,8 @@ from twin.studies.planner import parse_vary
 
 MAX_ROWS = 100_000
 PARQUET_FIX = 'pip install "rltwin[parquet]"'
-FIGURES = ("step_time_s", "useful_trajectories_per_hour", "tokens_per_s", "binding_link", "binding_load", "error")
+FIGURES = ("step_time_s", "useful_trajectories_per_hour", "tokens_per_s", "binding_link", "binding_load", "goodput",
+           "error")
 
 
 @dataclass(frozen=True)
@@ -209,4 +210,4 @@ def _row(combo: dict[str, Any], result: ReportData | InputError) -> dict[str, An
             "useful_trajectories_per_hour": result.useful_trajectories_per_hour,
             "tokens_per_s": result.throughput.tokens_per_s,
             "binding_link": binding.link if binding else None,
-            "binding_load": binding.load if binding else None, "error": None}
+            "binding_load": binding.load if binding else None, "goodput": result.goodput, "error": None}

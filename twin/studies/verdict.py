@@ -36,7 +36,7 @@ from twin.cost.weight_sync import call_overhead, collective_overhead, convert_ra
 from twin.errors import InputError, choices
 from twin.runner import Report
 from twin.sim.settle import RESIMULATION_TOLERANCE, settled_after, settling, step_times
-from twin.studies import executors, noise
+from twin.studies import executors, goodput, noise
 from twin.studies.noise import reseeded
 from twin.studies.placement import PoolSplit, engines_on_their_own_gpus
 
@@ -55,6 +55,7 @@ class Pressure:
     overrides: Callable[[Plan, Report], Overrides | list[Overrides] | None]
     shared_description: str | None = None  # what it means where rollout and trainer share GPUs
     absent: str = "already so in this scenario"  # why it has no row where ``overrides`` gives None
+    goodput: bool = False  # acts on interruptions alone: gain in goodput-weighted experience (studies.goodput)
 
     def describe(self, plan: Plan) -> str:
         """The row's label, in the terms of the plan's deployment mode."""
@@ -204,6 +205,14 @@ PRESSURES: dict[str, Pressure] = {p.name: p for p in (
              "rollout", _partial_rollout, "partial rollout on (async pools, same GPUs, staleness ≥ 1)"),
     Pressure("async_scheduling", "async engine scheduling",
              "engine schedules asynchronously (was synchronous; vLLM ≥ 0.14)", "rollout", _async_scheduling),
+    Pressure("checkpoint_interval", "checkpoint interval", "checkpoint interval at Young's optimum (goodput-weighted)",
+             "faults", goodput.optimal_interval, absent="already at Young's optimum, or faults off",
+             goodput=True),
+    Pressure("async_checkpointing", "async checkpointing",
+             "asynchronous checkpointing (goodput-weighted)", "faults",
+             goodput.async_checkpointing, absent="already asynchronous, or faults off", goodput=True),
+    Pressure("spare_nodes", "spare nodes", "spare nodes for the failed ones away (goodput-weighted)",
+             "faults", goodput.more_spare_nodes, absent="faults off", goodput=True),
     Pressure("compute_share_x0.75", "a less efficient stack",
              "sensitivity: a stack 25% less efficient (compute_scale ×0.75)", "compute",
              _less_efficient_stack),
@@ -215,8 +224,10 @@ OWN_PRESSURE = {"rollout": "rollout_gpus_x2", "optimization": "trainer_gpus_x2",
 
 
 def _custom(text: str, overrides: Overrides) -> Pressure:
-    """A pressure the user names as scenario overrides (one field or several at once)."""
-    return Pressure(text, text, f"set {text}", "custom", lambda plan, report: dict(overrides))
+    """A pressure the user names as scenario overrides (one field or several at once); one on
+    ``faults.*`` fields alone is read in goodput-weighted experience, as the built-in fault levers."""
+    faults_only = all(str(k).startswith("faults.") for k in overrides)
+    return Pressure(text, text, f"set {text}", "custom", lambda plan, report: dict(overrides), goodput=faults_only)
 
 
 PressureSpec = Union[str, Mapping[str, Any]]  # a built-in name, "path=value[,path=value…]", or a dict
@@ -318,9 +329,12 @@ def noise_bands(base: Report, rows: list[Row], base_again: list[ReportData | Inp
     base_spread = noise.spread([steady_useful(base)] + [_useful(r) for r in _ok(base_again)])
     if base_spread is None:
         return rows
-    near = [r for r in rows if r.gain is not None and base_spread <= abs(r.gain) < NOISE_SKIP * base_spread]
+    # a lever on interruptions alone moves a closed-form share, not the simulated loop: no band
+    near = [r for r in rows if r.gain is not None and not r.pressure.goodput
+            and base_spread <= abs(r.gain) < NOISE_SKIP * base_spread]
     data = settling(base.plan.scenario.model_dump(mode="json"))
-    jobs = [d for r in near for d in noise.reseeded(apply_overrides(data, r.overrides or {}))]
+    jobs = [d for r in near for d in noise.reseeded(apply_overrides(data, {**(r.overrides or {}),
+                                                                            **goodput.WITHOUT_FAULTS}))]
     reports = executor.map(jobs, progress) if jobs else []
     spreads: dict[str, float | None] = {}
     for i, r in enumerate(near):
@@ -328,7 +342,7 @@ def noise_bands(base: Report, rows: list[Row], base_again: list[ReportData | Inp
         spreads[r.pressure.name] = noise.spread([r.useful_trajectories_per_hour] + [_useful(x) for x in _ok(again)])
     out = []
     for r in rows:
-        if r.gain is None:
+        if r.gain is None or r.pressure.goodput:
             out.append(r)
             continue
         band = noise.band([base_spread, spreads.get(r.pressure.name)])
@@ -377,11 +391,12 @@ def sensitivity(base: Report, pressures: Iterable[PressureSpec] | None = None,
         overrides = pressure.overrides(plan, base)
         for alternative in [overrides] if isinstance(overrides, dict) else overrides or []:
             jobs.append((pressure, alternative))
-    again = noise_seeds(base_data) if noise and jobs else []  # the baseline's other seeds, in the same batch
+    # the baseline's other seeds, in the same batch; rows that read no goodput skip the faults section
+    again = noise_seeds(apply_overrides(base_data, goodput.WITHOUT_FAULTS)) if noise and jobs else []
+    data = [apply_overrides(base_data, o if p.goodput else {**o, **goodput.WITHOUT_FAULTS}) for p, o in jobs]
     ex = executors.make(executor, workers=workers)
     try:
-        return _rows(base, jobs, ex.map([apply_overrides(base_data, o) for _, o in jobs] + again, progress),
-                     progress, noise, ex, len(again))
+        return _rows(base, jobs, ex.map(data + again, progress), progress, noise, ex, len(again))
     finally:
         if ex is not executor:
             ex.close()
@@ -394,18 +409,21 @@ def _rows(base: Report, jobs: list[tuple[Pressure, Overrides]], reports: list[Re
     plan = base.plan
     reports, base_again = reports[:len(jobs)], reports[len(jobs):]
     useful = steady_useful(base)
-    base_gpus = sum(base.gpus.values())
+    base_gpus = sum(base.gpus.values()) + _spares(base.data)
     best: dict[str, Row] = {}  # per pressure, its best alternative (the first error if all fail)
     for (p, alternative), rep in zip(jobs, reports):
         if isinstance(rep, InputError):
             best.setdefault(p.name, Row(p, p.describe(plan), error=rep.message))
             continue
         now = rep.useful_trajectories_per_hour
+        gain = now / useful - 1.0 if useful > 0 else 0.0
+        if p.goodput:  # a lever on interruptions: its figure is goodput-weighted
+            now, gain = rep.faults["useful_trajectories_per_hour"], goodput.goodput_gain(base.data, rep, alternative)
         placed = rep.plan
         row = Row(
             p, p.describe(plan), step_time_s=rep.step_time_s, useful_trajectories_per_hour=now,
-            gain=float(f"{now / useful - 1.0:.6g}") if useful > 0 else 0.0,
-            added_gpus=rep.total_gpus - base_gpus,
+            gain=float(f"{gain:.6g}"),
+            added_gpus=rep.total_gpus + _spares(rep) - base_gpus,
             placement=({"rollout_gpus": placed["rollout_gpus"], "trainer_gpus": placed["trainer_gpus"]}
                        if plan.mode.shares_gpus and placed["mode"] != plan.mode.name else None),
             overrides=alternative,
@@ -420,6 +438,12 @@ def _rows(base: Report, jobs: list[tuple[Pressure, Overrides]], reports: list[Re
         tick = (lambda n, total: progress(first + n, first + total)) if progress else None
         rows = noise_bands(base, rows, base_again, ex, tick)
     return rows
+
+
+def _spares(report: ReportData) -> int:
+    """Spare GPUs a report's scenario holds beside its roles' (``faults.spare_nodes``)."""
+    sc = report.scenario
+    return int(sc.get("faults", {}).get("spare_nodes", 0)) * int(sc["cluster"]["gpus_per_node"])
 
 
 def noise_seeds(data: dict) -> list[dict]:
