@@ -63,8 +63,17 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (*simulate.COMMANDS, *studies
                                                     *inputs.COMMANDS)}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad command line as one ``twin: error:`` line (exit 2) like every
+    other input error, instead of a usage block and ``twin <cmd>: error:``; its subcommands'
+    parsers are of this class too."""
+
+    def error(self, message: str):
+        raise InputError(message.removeprefix("argument ") + f" (see {self.prog} --help)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="twin",
         description="rltwin: a digital twin of LLM RL training clusters. Which link of the RL "
         "loop binds when you scale, and what would the next GPU, link or unit of staleness buy?",
