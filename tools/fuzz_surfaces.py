@@ -135,6 +135,9 @@ def _child(case_: Case, folder: Path, logs: Path, memory_bytes: int) -> None:
         os.dup2(null, 0)
         os.dup2(os.open(logs / "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 1)
         os.dup2(os.open(logs / "stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+        # the streams anew on those descriptors (a test runner may have replaced sys.stdout/err)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         used = _address_space()
