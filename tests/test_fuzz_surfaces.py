@@ -37,10 +37,9 @@ def _surface_test(surface: str):
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(seed=st.integers(0, 2**32 - 1))
     def test(seed, tmp_path_factory):
-        context = {}
         if surface == "calibrate":
             pytest.importorskip("torch")
-            context = fuzz_surfaces.prepare_parent(["calibrate"])
+        context = fuzz_surfaces.prepare_parent([surface])  # imported here once, not in every forked case
         _check(surface, seed, tmp_path_factory.mktemp(surface), context)
 
     test.__name__ = f"test_{surface}_answers_in_one_line_and_touches_only_its_outputs"

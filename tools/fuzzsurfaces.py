@@ -71,18 +71,18 @@ ODD_NUMBERS = [0, 0.0, -1, 1e300, 1e-300, 1e-320, float("nan"), float("inf"), -0
                "abc", "", None, True, [], {}, "np.float64(12.5)", "1e999", "0x10"]
 
 
-def _length(rng: random.Random) -> Any:
-    return rng.choice(ODD_NUMBERS) if rng.random() < 0.15 else round(rng.uniform(1, 4000), rng.choice([0, 1, 3]))
+def _length(rng: random.Random, odd: float) -> Any:
+    return rng.choice(ODD_NUMBERS) if rng.random() < odd else round(rng.uniform(1, 4000), rng.choice([0, 1, 3]))
 
 
-def _record(rng: random.Random) -> dict:
+def _record(rng: random.Random, odd: float) -> dict:
     keys = rng.sample(LENGTH_KEYS, rng.randint(0, len(LENGTH_KEYS)))
     if rng.random() < 0.7 and "response_length/mean" not in keys:
         keys.append("response_length/mean")
     out = {}
     for k in keys:
-        out[k] = (rng.choice([0, 0.1, 0.5, 1, 1e-300, 1.5, -0.1, float("nan")]) if "ratio" in k
-                  else _length(rng))
+        out[k] = ((rng.choice([0, 0.1, 0.5, 1, 1e-300, 1.5, -0.1, float("nan")]) if rng.random() < odd * 4
+                   else rng.uniform(0, 0.3)) if "ratio" in k else _length(rng, odd))
     return out
 
 
@@ -97,7 +97,8 @@ def _fit_log(rng: random.Random, fmt: str) -> tuple[str, bytes]:
     steps = list(range(rng.randint(0, 25)))
     if rng.random() < 0.2:
         rng.shuffle(steps)
-    records = [(rng.choice([s, s, s, -1, "x", 1.5, 10**20, None]) if rng.random() < 0.05 else s, _record(rng))
+    odd = rng.choice([0.0, 0.0, 0.002, 0.02, 0.15])  # half the logs hold only sane values
+    records = [(rng.choice([s, s, s, -1, "x", 1.5, 10**20, None]) if rng.random() < odd else s, _record(rng, odd))
                for s in steps]
     if fmt == "verl":
         lines = [f"(TaskRunner pid=1) step:{s} - " + " - ".join(f"{k}:{v}" for k, v in r.items()) for s, r in records]
@@ -116,7 +117,7 @@ def _fit_log(rng: random.Random, fmt: str) -> tuple[str, bytes]:
         rows += [f"{s}," + ",".join(str(r.get(k, "")) for k in keys) for s, r in records]
         name, text = "export.csv", "\n".join(rows)
     data = text.encode("utf-8", "surrogateescape")
-    hostile = rng.random()
+    hostile = rng.random() * (1 if odd else 5)
     if hostile < 0.06:
         data = b'{"step": 1, "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}\n" + data
     elif hostile < 0.10:
