@@ -332,7 +332,7 @@ def calibrate_case(rng: random.Random) -> Case:
     if rng.random() < 0.05:
         argv.append("--bogus")
     # The outputs: the profile, and the CSV only when it is the tool's own (or new).
-    own = csv_kind in (None, "calibration", "torn", "empty", "header-only")
+    own = csv_kind in (None, "calibration", "torn", "empty", "header-only", "other-device")  # calibrate's header
     outputs = {out, base + ".csv"} if own else {out}
     outputs |= {"deep/", "deep/er/"} if out.startswith("deep/") else set()
     # its link profiles (<stem>.<link>.yaml), named after what was measured: new files only
