@@ -224,3 +224,11 @@ def test_a_case_imports_its_runs_framework_config(tmp_path):
     with pytest.raises(InputError) as exc:
         load_source(case)
     assert "missing.sh" in str(exc.value)
+
+
+@pytest.mark.parametrize("name", ["throughput", "scenario.name", "breakdown", "nope", "step_time_s.x"])
+def test_a_metric_that_is_not_a_number_of_the_report_is_unknown(name):
+    report = {"step_time_s": 3.0, "breakdown": {"generation": 2.0}, "throughput": {"tokens_per_s": 9.0},
+              "scenario": {"name": "x"}}
+    with pytest.raises(KeyError):
+        metric(report, name)
