@@ -58,7 +58,7 @@ def read(paths: list[Path]) -> Knobs:
         if path.suffix in (".yaml", ".yml"):
             knobs.put_tree(compose.hydra(path), path)
             continue
-        script = shell.parse(path.read_text(errors="replace"))
+        script = shell.read(path)
         found = [a for m, a in map(shell.python_module, script.commands) if m and ("areal" in m or m.endswith(".py"))]
         if not found:
             raise InputError("the script runs no AReaL entry point", file=path,

@@ -10,6 +10,7 @@ the knobs present but not used, and the framework and version whose semantics we
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from twin.config.model_catalog import lookup
 from twin.errors import InputError, choices
 
 _MISSING = object()
+MAX_NUMBER = 1e15  # beyond any count or size a run has; keeps a knob's number finite and exact
 TRUE = {"true", "1", "yes", "on"}
 FALSE = {"false", "0", "no", "off", "none", "null", ""}
 
@@ -57,28 +59,49 @@ class Knobs:
     def __init__(self) -> None:
         self._values: dict[str, tuple[Any, str]] = {}
         self._used: set[str] = set()
+        self._defaults: set[str] = set()   # the framework's own defaults: never "not used"
+        self._under: dict[str, int] = {}   # dotted prefix -> how many keys lie under it
 
     # ----------------------------------------------------------------- filling
-    def put(self, key: str, value: Any, file: str | Path) -> None:
+    def put(self, key: str, value: Any, file: str | Path, *, default: bool = False) -> None:
+        """Set one knob; one that was a mapping (keys under it) is replaced whole."""
+        if key in self._under:
+            self.drop(key)
+        if key not in self._values:
+            for prefix in _prefixes(key):
+                if prefix in self._values:  # a scalar replaced by a mapping
+                    self._forget(prefix)
+                self._under[prefix] = self._under.get(prefix, 0) + 1
         self._values[key] = (value, str(file))
+        (self._defaults.add if default else self._defaults.discard)(key)
 
-    def put_tree(self, tree: dict, file: str | Path, prefix: str = "") -> None:
+    def put_tree(self, tree: dict, file: str | Path, prefix: str = "", *, default: bool = False) -> None:
         """Every leaf of a nested mapping under its dotted key (a mapping set to an empty
-        mapping or a list counts as one leaf)."""
-        for key, value in tree.items():
-            path = f"{prefix}{key}"
-            if isinstance(value, dict) and value:
-                for old in [k for k in self._values if k == path]:
-                    del self._values[old]  # a scalar replaced by a mapping
-                self.put_tree(value, file, path + ".")
-            else:
-                for old in [k for k in self._values if k.startswith(path + ".")]:
-                    del self._values[old]  # a mapping replaced by a scalar
-                self.put(path, value, file)
+        mapping or a list counts as one leaf); linear in the leaves, without recursion."""
+        stack = [(prefix, tree)]
+        while stack:
+            head, node = stack.pop()
+            for key, value in reversed(list(node.items())):
+                path = f"{head}{key}"
+                if isinstance(value, dict) and value:
+                    stack.append((path + ".", value))
+                else:
+                    self.put(path, value, file, default=default)
+
+    def _forget(self, key: str) -> None:
+        del self._values[key]
+        self._defaults.discard(key)
+        for prefix in _prefixes(key):
+            self._under[prefix] -= 1
+            if not self._under[prefix]:
+                del self._under[prefix]
 
     def drop(self, key: str) -> None:
-        for old in [k for k in self._values if k == key or k.startswith(key + ".")]:
-            del self._values[old]
+        if key in self._values:
+            self._forget(key)
+        if key in self._under:
+            for old in [k for k in self._values if k.startswith(key + ".")]:
+                self._forget(old)
 
     def put_launch_args(self, args: list[str], script: Path, load: Callable[[Path], dict], what: str) -> None:
         """A launch script's ``--config FILE`` (loaded with ``load``, its path relative to the
@@ -128,10 +151,15 @@ class Knobs:
 
         if isinstance(value, str):
             name = unresolved(value)
+            if name is not None and name.startswith("$("):
+                raise InputError(f"the value comes from the command substitution {name}, which the importer "
+                                 "does not run", file=self.file(key), field=key,
+                                 allowed="a literal value in the script, or the scenario field with --set")
             if name is not None:
-                raise InputError(f"the value depends on {name}, which the script does not set (it "
-                                 "comes from the environment)", file=self.file(key), field=key,
-                                 allowed="set it in the script, or give the scenario field with --set")
+                raise InputError(f"the value depends on {name}, which neither the script nor the environment "
+                                 "sets", file=self.file(key), field=key,
+                                 allowed=f"set it in the script, in the environment or with --env {name}=VALUE, "
+                                 "or give the scenario field with --set")
             value = self._inline(value, depth)
             if not isinstance(value, str):
                 return value
@@ -179,10 +207,10 @@ class Knobs:
         if value is _MISSING or value is None:
             return default
         number = _number(value)
-        if isinstance(number, float) and number.is_integer():
+        if isinstance(number, float) and math.isfinite(number) and number.is_integer():
             number = int(number)
-        if not isinstance(number, int) or isinstance(number, bool) or number < low:
-            raise self._bad(key, value, f"an integer >= {low}", "not a whole number the twin can use")
+        if not isinstance(number, int) or isinstance(number, bool) or number < low or number > MAX_NUMBER:
+            raise self._bad(key, value, f"an integer in [{low}, {MAX_NUMBER:.0e}]", "not a whole number the twin can use")
         return number
 
     def float_(self, key: str, default: Any = None, *, low: float = 0.0, high: float | None = None) -> Any:
@@ -190,9 +218,9 @@ class Knobs:
         if value is _MISSING or value is None:
             return default
         number = _number(value)
-        if not isinstance(number, (int, float)) or isinstance(number, bool) or number < low \
-                or (high is not None and number > high):
-            span = f"a number in [{low}, {high}]" if high is not None else f"a number >= {low}"
+        if not isinstance(number, (int, float)) or isinstance(number, bool) or not math.isfinite(number) \
+                or number < low or (high is not None and number > high) or number > MAX_NUMBER:
+            span = f"a number in [{low}, {high}]" if high is not None else f"a finite number in [{low}, {MAX_NUMBER:g}]"
             raise self._bad(key, value, span, "not a number the twin can use")
         return float(number)
 
@@ -229,7 +257,20 @@ class Knobs:
         return table[value.lower()]
 
     def unused(self) -> list[str]:
-        return sorted(k for k in self._values if k not in self._used)
+        """Knobs the inputs set that nothing read: those that change time or memory first
+        (:data:`WEIGHTY`), each group sorted."""
+        keys = [k for k in self._values if k not in self._used and k not in self._defaults]
+        return sorted(keys, key=lambda k: (not WEIGHTY.search(k), k))
+
+
+# Knob names whose value changes a step's time or memory: listed first when not used.
+WEIGHTY = re.compile(r"parallel|offload|recompute|eager|filter|gpu_memory|sleep|micro_batch|max_token_len|"
+                     r"checkpointing|colocate|staleness|max_num_seqs")
+
+
+def _prefixes(key: str) -> list[str]:
+    parts = key.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def _scalar(text: str) -> Any:

@@ -20,7 +20,7 @@ def read(paths: list[Path]) -> Knobs:
         else:  # a launch script: `uv run examples/run_grpo_math.py --config X.yaml key=value ...`
             from twin.importers import shell
 
-            script = shell.parse(path.read_text(errors="replace"))
+            script = shell.read(path)
             found = [(m, a) for m, a in map(shell.python_module, script.commands) if m and "grpo" in m]
             if not found:
                 raise InputError("the script runs no NeMo-RL GRPO entry point", file=path,

@@ -57,7 +57,7 @@ class _Flags:
 def read(paths: list[Path]) -> Knobs:
     knobs = Knobs()
     for path in paths:
-        script = shell.parse(path.read_text(errors="replace"))
+        script = shell.read(path)
         found = [a for m, a in map(shell.python_module, script.commands) if m and "openrlhf" in m and "ppo" in m]
         if not found:
             raise InputError("the script runs no OpenRLHF PPO entry point", file=path,

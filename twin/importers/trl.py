@@ -25,7 +25,7 @@ def read(paths: list[Path]) -> tuple[Knobs, Knobs, Knobs]:
             data = read_mapping(path)
             (acc if ACCELERATE_KEYS & set(data) else cfg).put_tree(data, path)
             continue
-        script = shell.parse(path.read_text(errors="replace"))
+        script = shell.read(path)
         found = False
         for words in script.commands:
             if words[:2] == ["trl", "vllm-serve"]:

@@ -31,7 +31,7 @@ def read(paths: list[Path]) -> tuple[Knobs, str | None, list[str]]:
     for path in paths:
         if path.suffix in (".yaml", ".yml"):
             continue
-        script = shell.parse(path.read_text(errors="replace"))
+        script = shell.read(path)
         found = [(m, a) for m, a in map(shell.python_module, script.commands)
                  if m and ("verl" in m or "main_ppo" in m or "recipe" in m or "main_dapo" in m)]
         if not found:
