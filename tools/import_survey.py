@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
 import sys
@@ -107,7 +108,9 @@ def reason(exc: BaseException) -> str:
 
 
 def survey(repo_dir: Path, rule: Rule, scratch: Path, env: dict[str, str]) -> dict:
+    """One repository's runs, imported from its root (where its README says to launch them)."""
     files = runs(repo_dir, rule, scratch / repo_dir.name)
+    os.chdir(repo_dir)
     imported = checked = 0
     reasons: Counter[str] = Counter()
     examples: dict[str, str] = {}
@@ -140,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="write the survey as JSON")
     args = p.parse_args(argv)
     signal.signal(signal.SIGALRM, _alarm)
+    os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is downloaded; a model must be a preset or in the catalog
+    args.root = args.root.resolve()
     scratch = Path("/tmp/import_survey_usage")
     out = []
     for name, rule in RULES.items():

@@ -77,7 +77,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b = Builder(k)
     model_key = _first(k, "actor.path", "model_path")
     b.set("framework", "areal")  # the stack's profile: framework_profiles/areal.yaml
-    b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths]), model_key)
+    b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths], b), model_key)
     k.mark("ref.path", "tokenizer_path", "sglang.model_path", "vllm.model")
 
     key = "allocation_mode"

@@ -111,11 +111,11 @@ class Knobs:
         for i, arg in enumerate(args):
             if arg.startswith("--config"):
                 name = arg.partition("=")[2] or (args[i + 1] if i + 1 < len(args) else "")
-                cfg = Path(name)
-                cfg = cfg if cfg.is_absolute() else script.parent / cfg
-                if not cfg.is_file():
+                cfg = named_file(name, script, "--config", "--config")
+                if cfg is None:
                     raise InputError("--config names a file that is not there", file=script, field="--config",
-                                     value=name, allowed=f"an existing {what} YAML ({cfg})")
+                                     value=name, allowed=f"an existing {what} YAML beside the script or in the "
+                                     "current folder")
                 self.put_tree(load(cfg), cfg)
         for arg in args:
             if "=" in arg and not arg.startswith("-"):
@@ -137,6 +137,15 @@ class Knobs:
     def mark(self, *keys: str) -> None:
         """Count keys as used without reading them (their meaning is implied by others)."""
         self._used.update(k for k in keys if k in self._values)
+
+    def given(self, key: str) -> bool:
+        """Whether the inputs set the knob (not the framework's defaults standing in)."""
+        return key in self._values and key not in self._defaults
+
+    def peek(self, key: str) -> Any:
+        """The knob's value as written (not resolved, not marked used); None when absent."""
+        entry = self._values.get(key)
+        return entry[0] if entry else None
 
     def raw(self, key: str, default: Any = None) -> Any:
         if key not in self._values:
@@ -317,13 +326,13 @@ class Builder:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = value
-        known = [k for k in keys if k in self.knobs]
+        known = [k for k in keys if self.knobs.given(k)]
         if known:
             self.provenance[path] = (self.knobs.file(known[0]) or "", ", ".join(known))
 
     def blame(self, path: str, *keys: str) -> None:
         """Name ``keys`` as the knobs behind a field the scenario derives (a pool's GPUs)."""
-        known = [k for k in keys if k in self.knobs]
+        known = [k for k in keys if self.knobs.given(k)]
         if known and path not in self.provenance:
             self.provenance[path] = (self.knobs.file(known[0]) or "", ", ".join(known))
 
@@ -337,6 +346,39 @@ class Builder:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+
+# --------------------------------------------------------------------------- files a config names
+def tree_root(path: Path) -> Path:
+    """The config's own tree: the checkout holding ``path`` (the nearest folder above it with
+    a ``.git``), else the current folder when ``path`` lies inside it, else ``path``'s folder.
+    Files a config names are read only from inside it (frameworks resolve them from there)."""
+    here = path.resolve().parent
+    for folder in [here, *here.parents][:64]:
+        if (folder / ".git").exists():
+            return folder
+    cwd = Path.cwd().resolve()
+    return cwd if here.is_relative_to(cwd) else here
+
+
+def named_file(name: str, named_by: Path, field: str, what: str, bases: Iterable[Path] = ()) -> Path | None:
+    """The file a config names (``--config``, ``defaults``, ``--config_file``), relative to the
+    naming file's folder, then each of ``bases``, then the current folder; None when it is not
+    there. A name that leads outside the config's tree (:func:`tree_root`) is refused: nothing
+    outside it is opened."""
+    root = tree_root(named_by)
+    ref = Path(name).expanduser()
+    for base in [named_by.parent, *bases, Path.cwd()]:
+        target = ref if ref.is_absolute() else base / ref
+        if not target.resolve().is_relative_to(root):
+            if ref.is_absolute() or ".." in ref.parts or name.startswith("~"):
+                raise InputError(f"{what} names a file outside the config's own tree; the importer reads only "
+                                 f"files inside {root}", file=named_by, field=field, value=name,
+                                 allowed=f"a path inside {root}, relative to the file that names it")
+            continue
+        if target.is_file():
+            return target
+    return None
 
 
 # --------------------------------------------------------------------------- models
@@ -376,24 +418,35 @@ HUB_PRESETS: dict[str, str] = {
     "zai-org/GLM-4.5-Base": "glm-4.5",
 }
 _HUB = {k.lower(): v for k, v in HUB_PRESETS.items()}
+_LAST = {k.lower().rpartition("/")[2]: v for k, v in HUB_PRESETS.items()}
+UNSET_MARK = "\x00unset:"  # shell.UNSET (a value the script leaves to the environment)
 
 
-def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Path] = ()) -> Any:
+def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Path] = (),
+                  b: "Builder | None" = None) -> Any:
     """The scenario's ``model`` for the framework knob ``key``: a preset for a known hub id, a
-    config.json for a local model folder; None when ``overridden`` (``--set model=...``)."""
+    config.json for a local model folder, a catalog model (a fine-tune named after its base
+    included); a path that is not there, or built from the environment
+    (``${HOME}/models/Qwen2.5-7B``), is named by its last component (noted); None when
+    ``overridden`` (``--set model=...``)."""
     if overridden:
         knobs.mark(key)
         return None
-    ref = knobs.str_(key)
     fix = ("--set model=path/to/config.json (or a preset or catalog name: --set model=NAME, see `twin list`); "
            "nothing is downloaded. Hub ids with a preset: " + ", ".join(sorted(HUB_PRESETS)))
+    raw = knobs.peek(key)
+    if isinstance(raw, str) and UNSET_MARK in raw:
+        named = _named_by_folder(raw.rpartition("/")[2], b, why=f"the rest of the path depends on {_unset_name(raw)}")
+        if named:
+            knobs.mark(key)
+            return named
+    ref = knobs.str_(key)
     if ref is None:
         raise InputError("the inputs name no model", field=key, allowed=fix)
     file = knobs.file(key)
     if ref.lower() in _HUB:
         return _HUB[ref.lower()]
-    bases = [Path.cwd(), *search]
-    for base in bases:
+    for base in [Path.cwd(), *search]:
         path = Path(ref).expanduser()
         path = path if path.is_absolute() else base / path
         if path.is_dir() and (path / "config.json").is_file():
@@ -403,9 +456,32 @@ def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Pat
     if lookup(ref):  # the catalog knows it, or a base it is named after
         return ref  # resolved (with a note of what it assumed) when the scenario is read
     looks_hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", ref) is not None and not Path(ref).exists()
+    if not looks_hub and "/" in ref.rstrip("/"):
+        named = _named_by_folder(ref.rstrip("/").rpartition("/")[2], b, why=f"{ref} is not here")
+        if named:
+            return named
     problem = ("a hub id without a built-in preset" if looks_hub else
                "no model folder with a config.json there")
     raise InputError(problem, file=file, field=key, value=ref, allowed=fix)
+
+
+def _named_by_folder(last: str, b: "Builder | None", why: str) -> str | None:
+    """A model folder's name as the model it holds: a preset's hub id or a catalog model."""
+    from twin.importers.shell import unresolved
+
+    if not last or unresolved(last) is not None:
+        return None
+    preset = _LAST.get(last.lower())
+    name = preset or (last if lookup(last) else None)
+    if name and b is not None:
+        b.note(f"the model is named by its folder's name '{last}' ({why})")
+    return name
+
+
+def _unset_name(raw: str) -> str:
+    from twin.importers.shell import unresolved
+
+    return unresolved(raw) or "the environment"
 
 
 # --------------------------------------------------------------------------- workload

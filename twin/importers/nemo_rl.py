@@ -33,7 +33,7 @@ def read(paths: list[Path]) -> Knobs:
 def run(paths: list[Path], model_given: bool) -> Imported:
     k = read(paths)
     b = Builder(k)
-    b.set("model", resolve_model(k, "policy.model_name", model_given, [p.parent for p in paths]), "policy.model_name")
+    b.set("model", resolve_model(k, "policy.model_name", model_given, [p.parent for p in paths], b), "policy.model_name")
     k.mark("policy.tokenizer.name")
 
     # ------------------------------------------------------------ cluster and deployment
