@@ -366,6 +366,8 @@ def named_file(name: str, named_by: Path, field: str, what: str, bases: Iterable
     naming file's folder, then each of ``bases``, then the current folder; None when it is not
     there. A name that leads outside the config's tree (:func:`tree_root`) is refused: nothing
     outside it is opened."""
+    if "\x00" in name:  # a part the script leaves to the environment: no file to look at
+        return None
     root = tree_root(named_by)
     ref = Path(name).expanduser()
     for base in [named_by.parent, *bases, Path.cwd()]:
