@@ -455,13 +455,13 @@ def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Pat
             return str((path / "config.json").resolve())
         if path.is_file() and path.suffix == ".json":
             return str(path.resolve())
-    if lookup(ref):  # the catalog knows it, or a base it is named after
-        return ref  # resolved (with a note of what it assumed) when the scenario is read
     looks_hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", ref) is not None and not Path(ref).exists()
     if not looks_hub and "/" in ref.rstrip("/"):
         named = _named_by_folder(ref.rstrip("/").rpartition("/")[2], b, why=f"{ref} is not here")
         if named:
             return named
+    if lookup(ref):  # the catalog knows it, or a base it is named after
+        return ref  # resolved (with a note of what it assumed) when the scenario is read
     problem = ("a hub id without a built-in preset" if looks_hub else
                "no model folder with a config.json there")
     raise InputError(problem, file=file, field=key, value=ref, allowed=fix)
