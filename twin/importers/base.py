@@ -282,12 +282,22 @@ def _prefixes(key: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
+_YAML_WORDS = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False,
+               "null": None, "~": None}
+
+
 def _scalar(text: str) -> Any:
-    """A command-line value as YAML would read it (numbers, booleans, null, lists)."""
+    """A command-line value as YAML would read it (numbers, booleans, null, lists); the common
+    shapes (a decimal integer, a word) without the YAML parser, which costs a millisecond."""
     from twin.config.io import load_yaml
 
+    plain = text.strip()
+    if re.fullmatch(r"-?(0|[1-9][0-9]{0,17})", plain):
+        return int(plain)
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9_./-]*", plain):
+        return _YAML_WORDS.get(plain.lower(), plain) if plain.lower() in _YAML_WORDS else plain
     try:
-        return load_yaml(text) if text.strip() else ""
+        return load_yaml(text) if plain else ""
     except Exception:  # noqa: BLE001 - anything YAML refuses stays text
         return text
 

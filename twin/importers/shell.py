@@ -178,7 +178,7 @@ _VAR_IN_ARITH = re.compile(r"\$\{?(" + _NAME + r")\}?|\b(" + _NAME + r")\b")
 def _arith(expr: str, script: Script) -> str:
     """bash integer arithmetic on literals and variables; a marker when it cannot be done
     (or would leave bash's 64 bits)."""
-    marker = f"{UNSET}$(({expr.strip()[:40]}))\x00"
+    marker = f"{UNSET}{_hide('$((' + expr.strip()[:40] + '))')}\x00"
     if len(expr) > MAX_ARITH_CHARS:
         return marker
 
