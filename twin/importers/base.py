@@ -160,6 +160,10 @@ class Knobs:
 
         if isinstance(value, str):
             name = unresolved(value)
+            if name is not None and name.startswith("$(("):
+                raise InputError(f"the value comes from the arithmetic {name}, which the importer cannot evaluate "
+                                 "(a value it does not know, or beyond bash's 64-bit integers)", file=self.file(key),
+                                 field=key, allowed="a literal value in the script, or the scenario field with --set")
             if name is not None and name.startswith("$("):
                 raise InputError(f"the value comes from the command substitution {name}, which the importer "
                                  "does not run", file=self.file(key), field=key,
