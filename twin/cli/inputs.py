@@ -16,7 +16,8 @@ from twin.output import Outputs
 
 def _import_parser(sub) -> None:
     imp = sub.add_parser(
-        "import", help="a framework's config or launch script as a twin scenario (verl, NeMo-RL, OpenRLHF, AReaL, TRL)",
+        "import", help="a framework's config or launch script as a twin scenario (verl, NeMo-RL, OpenRLHF, AReaL, TRL, slime, "
+        "prime-rl)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Read a framework's own files (configs as composed by it, launch scripts with their "
         "overrides) into a scenario, check it as twin check would, and print it as YAML (or write it with "

@@ -16,11 +16,12 @@ from pathlib import Path
 import yaml
 
 from twin.errors import InputError, choices
-from twin.importers import areal, nemo_rl, openrlhf, shell, trl, verl
+from twin.importers import areal, nemo_rl, openrlhf, prime_rl, shell, slime, trl, verl
 from twin.importers.base import Imported, Importer
 
-IMPORTERS: dict[str, Importer] = {m.IMPORTER.name: m.IMPORTER for m in (verl, nemo_rl, openrlhf, areal, trl)}
-NAMES = ("verl", "nemo-rl", "openrlhf", "areal", "trl")  # as typed on the command line
+IMPORTERS: dict[str, Importer] = {m.IMPORTER.name: m.IMPORTER
+                                  for m in (verl, nemo_rl, openrlhf, areal, trl, slime, prime_rl)}
+NAMES = ("verl", "nemo-rl", "openrlhf", "areal", "trl", "slime", "prime-rl")  # as typed on the command line
 
 
 def importer(name: str) -> Importer:
@@ -66,7 +67,9 @@ def import_files(framework: str, files: Sequence[str | Path],
 # What each framework's files say of themselves, for "this looks like X's config".
 SIGNS = {"verl": r"actor_rollout_ref|verl\.trainer", "nemo_rl": r"^policy:|run_grpo|nemo_rl",
          "openrlhf": r"openrlhf\.cli|--pretrain\b", "areal": r"allocation_mode|areal\.|^gconfig:",
-         "trl": r"num_generations|\bGRPOConfig\b|trl vllm-serve|use_vllm"}
+         "trl": r"num_generations|\bGRPOConfig\b|trl vllm-serve|use_vllm",
+         "slime": r"--actor-num-nodes|--rollout-num-gpus|slime|--rollout-batch-size",
+         "prime_rl": r"^\[orchestrator|^\[deployment|max_off_policy_steps|prime_rl"}
 
 
 def looks_like(paths: Sequence[Path]) -> str | None:
