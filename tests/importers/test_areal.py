@@ -48,3 +48,13 @@ def test_allocation_forms_refused(text, tmp_path, twin_import):
     assert code == 2 and len(err) == 1
     assert err[0].startswith(f"twin: error: {cfg}: allocation_mode: an allocation mode the importer cannot read")
     assert "allowed: <sglang|vllm>:d<N>" in err[0]
+
+
+def test_per_engine_backends_stand_for_allocation_mode(fx, twin_import, twin_check):
+    code, data, err = twin_import("areal", fx / "areal/backend/gsm8k_grpo.yaml")
+    assert code == 0, err
+    p = data["placement"]
+    assert (p["rollout"]["gpus"], p["trainer"]["gpus"], p["mode"]) == (4, 4, "async")
+    assert p["rollout"]["max_num_seqs"] == 64  # 64 concurrent rollouts × 4 samples over 4 servers
+    assert not any("backend" in line for line in err)
+    assert twin_check(data) == 0
