@@ -72,6 +72,11 @@ SIGNS = {"verl": r"actor_rollout_ref|verl\.trainer", "nemo_rl": r"^policy:|run_g
          "prime_rl": r"^\[orchestrator|^\[deployment|max_off_policy_steps|prime_rl"}
 
 
+# Errors that mean "these files are not this framework's", not "this value is wrong".
+WRONG_SIGNS = ("the inputs name no model", "the script runs no", "the inputs give no", "the config gives no",
+               "prime-rl configs are TOML", "malformed", "the file must hold a mapping")
+
+
 def looks_like(paths: Sequence[Path]) -> str | None:
     """The framework whose signs the files carry most (their first 64 KiB), or None."""
     import re
@@ -91,7 +96,7 @@ def looks_like(paths: Sequence[Path]) -> str | None:
 def _wrong_importer(exc: InputError, imp: Importer, paths: Sequence[Path]) -> InputError:
     """``exc``, saying which framework the files look like when that is not the one asked for."""
     other = looks_like(paths)
-    if other is None or other == imp.name or exc.problem.startswith(("the value", "not a")):
+    if other is None or other == imp.name or not exc.problem.startswith(WRONG_SIGNS):
         return exc
     title = IMPORTERS[other].title
     return InputError(f"{exc.problem} (the input looks like a {title} config: try `twin import "
