@@ -8,8 +8,8 @@ from twin.importers import IMPORTERS, import_files
 from twin.importers.base import HUB_PRESETS
 
 
-def test_registry_has_the_five_importers():
-    assert sorted(IMPORTERS) == ["areal", "nemo_rl", "openrlhf", "trl", "verl"]
+def test_registry_has_the_seven_importers():
+    assert sorted(IMPORTERS) == ["areal", "nemo_rl", "openrlhf", "prime_rl", "slime", "trl", "verl"]
     for imp in IMPORTERS.values():
         assert imp.version and imp.reads and callable(imp.run)
 

@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twin.config.io import load_yaml
 from twin.config.model_catalog import lookup
 from twin.errors import InputError, choices
+from twin.importers import shell
+from twin.importers.shell import unresolved
 
 _MISSING = object()
 MAX_NUMBER = 1e15  # beyond any count or size a run has; keeps a knob's number finite and exact
@@ -106,8 +109,6 @@ class Knobs:
     def put_launch_args(self, args: list[str], script: Path, load: Callable[[Path], dict], what: str) -> None:
         """A launch script's ``--config FILE`` (loaded with ``load``, its path relative to the
         script) and its ``key=value`` overrides on top, in that order (Hydra's and NeMo-RL's)."""
-        from twin.importers import shell
-
         for i, arg in enumerate(args):
             if arg.startswith("--config"):
                 name = arg.partition("=")[2] or (args[i + 1] if i + 1 < len(args) else "")
@@ -156,8 +157,6 @@ class Knobs:
     def _resolve(self, key: str, value: Any, depth: int) -> Any:
         """Hydra/OmegaConf interpolation of a whole value: ``${other.key}``,
         ``${oc.select:other.key,default}``; a shell variable left unset is an error."""
-        from twin.importers.shell import unresolved
-
         if isinstance(value, str):
             name = unresolved(value)
             if name is not None and name.startswith("$(("):
@@ -293,8 +292,6 @@ _YAML_WORDS = {"true": True, "false": False, "yes": True, "no": False, "on": Tru
 def _scalar(text: str) -> Any:
     """A command-line value as YAML would read it (numbers, booleans, null, lists); the common
     shapes (a decimal integer, a word) without the YAML parser, which costs a millisecond."""
-    from twin.config.io import load_yaml
-
     plain = text.strip()
     if re.fullmatch(r"-?(0|[1-9][0-9]{0,17})", plain):
         return int(plain)
@@ -483,8 +480,6 @@ def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Pat
 
 def _named_by_folder(last: str, b: "Builder | None", why: str) -> str | None:
     """A model folder's name as the model it holds: a preset's hub id or a catalog model."""
-    from twin.importers.shell import unresolved
-
     if not last or unresolved(last) is not None:
         return None
     preset = _LAST.get(last.lower())
@@ -495,8 +490,6 @@ def _named_by_folder(last: str, b: "Builder | None", why: str) -> str | None:
 
 
 def _unset_name(raw: str) -> str:
-    from twin.importers.shell import unresolved
-
     return unresolved(raw) or "the environment"
 
 

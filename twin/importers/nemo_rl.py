@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.errors import InputError
-from twin.importers import compose
+from twin.importers import compose, shell
 from twin.importers.base import Builder, Imported, Importer, Knobs, resolve_model, workload
 
 VERSION = "0.3 (examples/configs/grpo_math_1B.yaml key names and defaults, 2025)"
@@ -18,8 +18,6 @@ def read(paths: list[Path]) -> Knobs:
         if path.suffix in (".yaml", ".yml"):
             knobs.put_tree(compose.inherit(path), path)
         else:  # a launch script: `uv run examples/run_grpo_math.py --config X.yaml key=value ...`
-            from twin.importers import shell
-
             script = shell.read(path)
             found = [(m, a) for m, a in map(shell.python_module, script.commands) if m and "grpo" in m]
             if not found:
