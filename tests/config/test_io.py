@@ -1,4 +1,3 @@
-
 import pytest
 
 from twin.config.io import MAX_DEPTH, MAX_VALUES, UnsafeYAML, load_json, load_yaml, read_mapping
