@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from twin.analysis.faults import describe as describe_faults
+from twin.analysis.learning import describe as describe_learning
 from twin.analysis.report import LinkRow, ReportData
 from twin.analysis.run import change_text
 
@@ -44,6 +45,8 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
     lines += run_lines(report)
     goodput = describe_faults(report.faults or {})
     lines += ["", goodput] if goodput else []
+    to_target = describe_learning(report.learning)
+    lines += [to_target] if to_target else []
     lines += [
         "",
         "Where a step goes (mean seconds per step)",
