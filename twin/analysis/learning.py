@@ -119,3 +119,18 @@ def describe(section: dict[str, Any] | None) -> str:
             f"{section['noise_scale_effective']:,.0f}{', lr retuned' if section['retune_lr'] else ', lr not retuned'})")
     return text + ("  [ASSUMED learning figures: twin fit --learning; docs/time-to-target.md]"
                    if section.get("assumed") else "")
+
+
+POINT_KEYS = ("rollouts_per_step", "steps_to_target", "time_to_target_s", "time_to_target_retuned_s",
+              "time_to_target_not_retuned_s")
+
+
+def point_figures(report) -> dict[str, Any]:
+    """A study row's time-to-target figures from a report (None: it could not run)."""
+    section = (report.learning if report is not None else None) or {}
+    return {k: section.get(k) for k in POINT_KEYS}
+
+
+def hours(seconds: float | None, width: int = 9) -> str:
+    """Seconds as hours for a table cell; '-' where there is none (a step size that diverges)."""
+    return f"{seconds / 3600:{width},.1f}" if seconds is not None else f"{'-':>{width}s}"
