@@ -134,3 +134,25 @@ def point_figures(report) -> dict[str, Any]:
 def hours(seconds: float | None, width: int = 9) -> str:
     """Seconds as hours for a table cell; '-' where there is none (a step size that diverges)."""
     return f"{seconds / 3600:{width},.1f}" if seconds is not None else f"{'-':>{width}s}"
+
+
+def effect(base: dict[str, Any] | None, changed: dict[str, Any] | None) -> dict[str, float] | None:
+    """A lever's effect on the time to target: relative change of the steps to it, of the seconds
+    per step, and of their product (None where either side has no finite time to target)."""
+    if not base or not changed or base.get("time_to_target_s") is None or changed.get("time_to_target_s") is None:
+        return None
+
+    def rel(key: str) -> float:
+        return float(f"{changed[key] / base[key] - 1.0:.6g}") if base[key] else 0.0
+
+    return {"steps_to_target": rel("steps_to_target"), "seconds_per_step": rel("seconds_per_step"),
+            "time_to_target": rel("time_to_target_s")}
+
+
+def effect_text(row: dict[str, Any]) -> str:
+    """A verdict row's time-to-target note: ``  (+9% steps to target, -45% s/step: -40% time to target)``."""
+    e = row.get("time_to_target")
+    if not e:
+        return ""
+    return (f"  ({e['steps_to_target'] * 100:+.0f}% steps to target, {e['seconds_per_step'] * 100:+.0f}% s/step: "
+            f"{e['time_to_target'] * 100:+.0f}% time to target)")

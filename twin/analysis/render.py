@@ -6,6 +6,7 @@ from typing import Any
 
 from twin.analysis.faults import describe as describe_faults
 from twin.analysis.learning import describe as describe_learning
+from twin.analysis.learning import effect_text
 from twin.analysis.report import LinkRow, ReportData
 from twin.analysis.run import change_text
 
@@ -84,7 +85,7 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
                 continue
             lines.append(f"  {row['description']:62s} {gain_text(row, 12)}  "
                          f"step {row['step_time_s']:.1f} s{noise_note(row, least)}"
-                         f"{pressure_note(row, verdict['marginal_gains'])}")
+                         f"{pressure_note(row, verdict['marginal_gains'])}{effect_text(row)}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report.bottleneck)]
