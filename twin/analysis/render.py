@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from twin.analysis.faults import describe as describe_faults
+from twin.analysis.learning import describe as describe_learning
+from twin.analysis.learning import effect_text
 from twin.analysis.report import LinkRow, ReportData
 from twin.analysis.run import change_text
 
@@ -44,6 +46,8 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
     lines += run_lines(report)
     goodput = describe_faults(report.faults or {})
     lines += ["", goodput] if goodput else []
+    to_target = describe_learning(report.learning)
+    lines += [to_target] if to_target else []
     lines += [
         "",
         "Where a step goes (mean seconds per step)",
@@ -81,7 +85,7 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
                 continue
             lines.append(f"  {row['description']:62s} {gain_text(row, 12)}  "
                          f"step {row['step_time_s']:.1f} s{noise_note(row, least)}"
-                         f"{pressure_note(row, verdict['marginal_gains'])}")
+                         f"{pressure_note(row, verdict['marginal_gains'])}{effect_text(row)}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report.bottleneck)]

@@ -20,6 +20,7 @@ from twin.analysis import metrics
 from twin.analysis import run as whole_run
 from twin.analysis.assumptions import assumptions
 from twin.analysis.faults import faults_report
+from twin.analysis.learning import learning_report, mean_lag
 from twin.config.scenario import resolved_dict
 from twin.config.warnings import warnings
 from twin.cost.memory import GiB, memory_report
@@ -95,6 +96,10 @@ class ReportData(_Section):
     assumptions: list[dict[str, Any]]
     faults: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
                                           description="Failures, checkpoints, stragglers and goodput (twin.analysis.faults).")
+    learning: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
+                                            description="Steps and seconds to the target reward (twin.analysis.learning).")
+    time_to_target_s: float | None = Field(default=None, description="Steps to the target × seconds per step "
+                                           "(learning.time_to_target_s; None where the step size diverges).")
     time_to: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @property
@@ -205,4 +210,13 @@ def build_report(result: SimResult, straggled: SimResult | None = None, slow: Sl
         "warnings": warnings(result.plan),
         "assumptions": assumptions(result.plan),
         "faults": rounded(faults_report(result, straggled, slow)),
+        **_learning(result, metrics.step_time(result)),
     })
+
+
+def _learning(result: SimResult, step_time_s: float) -> dict[str, Any]:
+    """The ``learning`` section and its ``time_to_target_s`` at the steady step time."""
+    algorithm = result.scenario.algorithm
+    section = rounded(learning_report(result.scenario.learning, algorithm.trajectories_per_step, step_time_s, mean_lag([r.max_staleness for r in result.steps]),
+                                      algorithm.partial_rollout))
+    return {"learning": section, "time_to_target_s": section["time_to_target_s"]}

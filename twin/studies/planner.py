@@ -58,6 +58,8 @@ OBJECTIVES = {
     "goodput_useful_trajectories_per_hour": "useful trajectories/h × goodput: over the wall time failures and "
                                             "stragglers leave (higher is better; docs/goodput.md)",
     "goodput_tokens_per_s": "tokens/s × goodput (higher is better)",
+    "time_to_target": "hours to the learning section's target reward: steps to it (the noise-scale law, "
+                      "docs/time-to-target.md) × seconds per step (lower is better)",
 }
 
 # The fields the search sets itself: a --set or --vary of one would be overwritten.
@@ -288,6 +290,8 @@ class Ranked:
             "tokens_per_s": self.report.throughput.tokens_per_s,
             "run_time_s": run_time_s(self.report),
             "goodput": self.report.goodput,
+            "time_to_target_s": self.report.time_to_target_s,
+            "steps_to_target": (self.report.learning or {}).get("steps_to_target"),
             "binding_link": binding.link if binding else None,
             "binding_load": binding.load if binding else None,
             "binding_critical_path_share": binding.critical_path_share if binding else None,
@@ -393,11 +397,13 @@ class PlanResult:
         vary = list(self.vary)
         cost, timed = self.objective == "cost", self.objective == "run_time"
         weighted = self.objective.startswith("goodput_")
+        to_target = self.objective == "time_to_target"
         unit = "$" if self.gpu_hour_price else "GPU-h"
         header = (f"{'rank':>4s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} "
                   f"{'step (s)':>9s} {'useful/h':>11s} {'tokens/s':>10s}"
                   + (f" {unit + '/1k':>9s}" if cost else "") + (f" {'run (h)':>8s}" if timed else "")
                   + (f" {'goodput':>7s} {'× goodput':>11s}" if weighted else "")
+                  + (f" {'steps':>7s} {'to target (h)':>13s}" if to_target else "")
                   + f"  {'binding link (share, load)':32s} {'noise':>6s}")
         header += "".join(f"  {p}" for p in vary)
         lines.append(header)
@@ -415,6 +421,9 @@ class PlanResult:
                 line += f" {d['run_time_s'] / 3600:8.2f}"
             if weighted:
                 line += f" {d['goodput']:7.3f} {r.score:11,.0f}"
+            if to_target:
+                line += (f" {d['steps_to_target']:7,.0f} {d['time_to_target_s'] / 3600:13.2f}"
+                         if d["time_to_target_s"] is not None else f" {'-':>7s} {'-':>13s}")
             noise = f"{d['noise'] * 100:.1f}%" if d["noise"] is not None else "-"
             line += f"  {link:32s} {noise:>6s}"
             line += "".join(f"  {json.dumps(r.candidate.overrides[p])}" for p in vary)
@@ -453,6 +462,8 @@ def _metric(report: ReportData, objective: str) -> float:
         return report.throughput.tokens_per_s
     if objective == "run_time":
         return run_time_s(report)
+    if objective == "time_to_target":
+        return report.time_to_target_s if report.time_to_target_s is not None else math.inf
     return report.throughput.useful_trajectories_per_hour
 
 
@@ -460,6 +471,8 @@ def _score(report: ReportData, objective: str, price: float | None) -> tuple[flo
     """(score, cost): higher score is better; cost per 1,000 useful trajectories for "cost"."""
     if objective == "run_time":
         return -run_time_s(report), None
+    if objective == "time_to_target":  # None: the step size diverges at this batch (lr not retuned)
+        return -(report.time_to_target_s if report.time_to_target_s is not None else math.inf), None
     if objective != "cost":
         return _metric(report, objective), None
     useful = report.throughput.useful_trajectories_per_hour
@@ -467,6 +480,16 @@ def _score(report: ReportData, objective: str, price: float | None) -> tuple[flo
         return -math.inf, None
     cost = float(f"{report.total_gpus * (price or 1.0) / useful * 1000:.6g}")
     return -cost, cost
+
+
+def pin_lr_batch(data: dict) -> dict:
+    """The scenario (as data) with ``learning.lr_tuned_at_rollouts`` set to its own batch where
+    unset: a candidate that changes the batch keeps the learning rate of the scenario's."""
+    learning = data.get("learning") or {}
+    if learning.get("lr_tuned_at_rollouts") is not None:
+        return data
+    a = data["algorithm"]
+    return {**data, "learning": {**learning, "lr_tuned_at_rollouts": a["prompts_per_step"] * a["responses_per_prompt"]}}
 
 
 def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None = None, *,
@@ -500,6 +523,7 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
                          value=math.prod(len(v) for v in axes.values()), allowed=f"at most {MAX_CANDIDATES:,}")
 
     scenario_obj, base = _base(scenario, overrides)
+    base = pin_lr_batch(base)
     combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())] or [{}]
     candidates = _generate(base, scenario_obj, combos, gpus, max_staleness)
     if len(candidates) > MAX_CANDIDATES:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twin import runner
+from twin.analysis.learning import hours
+from twin.analysis.learning import point_figures as learning_figures
 from twin.analysis.report import ReportData
 from twin.config.modes import MODES
 from twin.config.overrides import apply_overrides, parse_overrides
@@ -28,7 +30,7 @@ from twin.sim.settle import settling
 from twin.studies import executors
 from twin.studies.goodput import bind_line, failures_bind_at, point_figures
 from twin.studies.placement import PoolSplit
-from twin.studies.planner import plan_budget
+from twin.studies.planner import pin_lr_batch, plan_budget
 
 DEFAULT_THRESHOLD = 0.7   # efficiency below which an added GPU "stops paying" (user-settable)
 MAX_POINTS = 64           # sizes in one call
@@ -131,7 +133,7 @@ class ScalePoint:
         if r is None:
             keys = ("mode", "staleness", "partial_rollout", "rollout_gpus", "trainer_gpus", "engine_tp", "step_time_s", "useful_trajectories_per_hour",
                     "tokens_per_s", "binding_link", "binding_critical_path_share", "binding_load")
-            return {**out, **dict.fromkeys(keys), **point_figures(None)}
+            return {**out, **dict.fromkeys(keys), **point_figures(None), **learning_figures(None)}
         binding = r.binding
         plan, algorithm = r.plan, r.scenario["algorithm"]
         return {**out, "mode": plan["mode"], "staleness": algorithm["staleness"],
@@ -142,7 +144,7 @@ class ScalePoint:
                 "tokens_per_s": r.throughput.tokens_per_s,
                 "binding_link": binding.link if binding else None,
                 "binding_critical_path_share": binding.critical_path_share if binding else None,
-                "binding_load": binding.load if binding else None, **point_figures(r)}
+                "binding_load": binding.load if binding else None, **point_figures(r), **learning_figures(r)}
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,14 @@ class ScaleResult:
         """The first size where failures take 5% of the wall time (:mod:`twin.studies.goodput`)."""
         return failures_bind_at(p.to_dict() for p in self.points)
 
+    @staticmethod
+    def _to_target(d: dict) -> str:
+        """With --scale-batch: rollouts per step, steps to the target and the hours to it with the
+        learning rate retuned for each batch and held at the scenario's (docs/time-to-target.md)."""
+        steps = f"{d['steps_to_target']:7,.0f}" if d["steps_to_target"] is not None else f"{'-':>7s}"
+        return (f"{d['rollouts_per_step']:7,d} {steps} {hours(d['time_to_target_retuned_s'])} "
+                f"{hours(d['time_to_target_not_retuned_s'], 10)}  ")
+
     @property
     def stops_paying_at(self) -> int | None:
         """The first size whose scaling efficiency is below the threshold (None: none is)."""
@@ -200,7 +210,8 @@ class ScaleResult:
                  "failures and stragglers leave",
                  f"{'GPUs':>6s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} {'step (s)':>9s} "
                  f"{'useful/h':>11s} {'per GPU':>8s} {'effic.':>7s} {'goodput':>7s} {'× goodput':>11s}  "
-                 "binding link (share of the step, load)"]
+                 + (f"{'N/step':>7s} {'steps':>7s} {'retuned h':>9s} {'fixed-lr h':>10s}  " if self.scale_batch else "")
+                 + "binding link (share of the step, load)"]
         for p in self.points:
             d = p.to_dict()
             if p.report is None:
@@ -216,6 +227,7 @@ class ScaleResult:
                          f"{d['useful_trajectories_per_hour'] / p.gpus:8,.0f} {d['scaling_efficiency']:7.2f} "
                          + (f"{d['goodput']:7.3f} {d['goodput_useful_trajectories_per_hour']:11,.0f}  "
                             if d["goodput"] is not None else f"{'-':>7s} {'-':>11s}  ")
+                         + (self._to_target(d) if self.scale_batch else "")
                          + f"{d['binding_link']}{load}")
         changes = self.binding_changes
         if changes:
@@ -258,7 +270,7 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
         overrides = parse_overrides(list(overrides))
     overrides = dict(overrides or {})
     base_scenario = runner.load(scenario, overrides)
-    base = base_scenario.model_dump(mode="json")
+    base = pin_lr_batch(base_scenario.model_dump(mode="json"))  # without retuning: the scenario's lr
     ex = executors.make(executor, workers=workers, ray_address=ray_address)
     points: list[ScalePoint] = []
     try:
