@@ -30,6 +30,7 @@ from typing import Any
 
 from twin import runner
 from twin.analysis.report import LinkRow, ReportData
+from twin.config import arguments, limits
 from twin.config.modes import MODES
 from twin.config.overrides import apply_overrides, parse_overrides, split_top_level
 from twin.config.plan import resolve
@@ -208,7 +209,7 @@ def _check_arguments(gpus, max_staleness, objective, gpu_hour_price, top, worker
             raise InputError("out of range", field=name, value=value,
                              allowed=f"an integer {low}..{high}" if high is not None else f"an integer >= {low}")
 
-    count("--gpus", gpus, 1)
+    arguments.integer(gpus, "--gpus", 1, limits.MAX_GPUS)  # before any candidate is made
     count("--max-staleness", max_staleness, 0, MAX_STALENESS)
     count("--top", top, 1)
     if workers is not None:
@@ -224,6 +225,20 @@ def _check_arguments(gpus, max_staleness, objective, gpu_hour_price, top, worker
                 or not math.isfinite(gpu_hour_price) or gpu_hour_price <= 0:
             raise InputError("not a price", field="--gpu-hour-price", value=gpu_hour_price,
                              allowed="a positive number (money per GPU-hour)")
+
+
+def _checked(scenario, overrides, vary, resume, ray_address, progress) -> tuple:
+    """The API's other arguments, checked (a string is one item, never its letters)."""
+    arguments.source(scenario)
+    if vary is not None and not isinstance(vary, Mapping):
+        vary = arguments.items(vary, "--vary", (str,), "'path=v1,v2' strings, or a mapping of paths to lists of values")
+    arguments.optional_name(ray_address, "--ray-address", "HOST:PORT, or None")
+    if progress is not None and not callable(progress):
+        raise InputError("not a function", field="progress", value=progress, allowed="a function, or None")
+    overrides = arguments.overrides(overrides)
+    if overrides is not None and not isinstance(overrides, Mapping):
+        overrides = parse_overrides(overrides)
+    return dict(overrides or {}), vary, arguments.optional_path(resume, "--resume")
 
 
 def _base(source, overrides) -> tuple[Any, dict]:
@@ -511,9 +526,7 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     Ctrl-C, carrying the best candidate so far.
     """
     _check_arguments(gpus, max_staleness, objective, gpu_hour_price, top, workers)
-    if overrides is not None and not isinstance(overrides, Mapping):
-        overrides = parse_overrides(list(overrides))
-    overrides = dict(overrides or {})
+    overrides, vary, resume = _checked(scenario, overrides, vary, resume, ray_address, progress)
     _check_not_searched(overrides, "--set")
     axes = parse_vary(vary)
     _check_not_searched(axes, "--vary")

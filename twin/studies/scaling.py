@@ -22,6 +22,7 @@ from twin import runner
 from twin.analysis.learning import hours
 from twin.analysis.learning import point_figures as learning_figures
 from twin.analysis.report import ReportData
+from twin.config import arguments, limits
 from twin.config.modes import MODES
 from twin.config.overrides import apply_overrides, parse_overrides
 from twin.config.scenario import placement_pools
@@ -34,7 +35,7 @@ from twin.studies.planner import pin_lr_batch, plan_budget
 
 DEFAULT_THRESHOLD = 0.7   # efficiency below which an added GPU "stops paying" (user-settable)
 MAX_POINTS = 64           # sizes in one call
-MAX_GPUS = 1 << 20        # the schema's own bounds refuse a cluster beyond its limits first
+MAX_GPUS = limits.MAX_GPUS  # the schema's own bound on a cluster
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -50,7 +51,7 @@ def parse_gpus(value: str | Iterable[int]) -> list[int]:
                 raise InputError("not a GPU count", field="--gpus", value=item,
                                  allowed="comma-separated integers, e.g. --gpus 16,32,64") from None
     else:
-        sizes = list(value)
+        sizes = arguments.items(value, "--gpus", (int,), "a list of integers, or '16,32,64'")
     if not sizes:
         raise InputError("no sizes given", field="--gpus", value=value, allowed="e.g. --gpus 16,32,64")
     for n in sizes:
@@ -266,6 +267,14 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     """
     sizes = parse_gpus(gpus)
     _check(threshold)
+    arguments.source(scenario)
+    arguments.flag(replan, "--replan")
+    arguments.flag(scale_batch, "--scale-batch")
+    arguments.integer(max_staleness, "--max-staleness", 0)
+    if workers is not None:
+        arguments.integer(workers, "--workers", 1)
+    arguments.optional_name(ray_address, "--ray-address", "HOST:PORT, or None")
+    overrides = arguments.overrides(overrides)
     if overrides is not None and not isinstance(overrides, Mapping):
         overrides = parse_overrides(list(overrides))
     overrides = dict(overrides or {})
