@@ -23,17 +23,31 @@ from twin.studies import stack_fit as profile
 TOLERANCE = 0.2
 
 
-def _absolute_paths(data: Any, base: Path) -> Any:
+# The scenario fields that name a file (config/scenario.py, distributions.py, rewards.py): a
+# profile (cluster.gpu/host/..._link), a model config (model, model.hf_config, reward.model, the
+# draft model), a histogram (…_tokens.path) and a framework profile. Every other string (the
+# description an import writes, names) is text, never probed on disk.
+PATH_FIELDS = frozenset({"gpu", "host", "intra_node_link", "inter_node_link", "model", "hf_config",
+                         "speculative_draft_model", "path", "framework"})
+
+
+def _absolute_paths(data: Any, base: Path, key: str | None = None) -> Any:
     """Relative file references in a scenario (a model config, a histogram) made absolute, so that
-    the fitted scenario works wherever it is written, and inline in a case file."""
+    the fitted scenario works wherever it is written, and inline in a case file. Only the fields in
+    ``PATH_FIELDS`` are paths."""
     if isinstance(data, dict):
-        return {k: _absolute_paths(v, base) for k, v in data.items()}
+        return {k: _absolute_paths(v, base, k) for k, v in data.items()}
     if isinstance(data, list):
-        return [_absolute_paths(v, base) for v in data]
-    if isinstance(data, str) and looks_like_path(data) and not Path(data).expanduser().is_absolute():
+        return [_absolute_paths(v, base, key) for v in data]
+    # A histogram's ``path`` is always a file; the other fields hold a name or a path.
+    if isinstance(data, str) and key in PATH_FIELDS and (key == "path" or looks_like_path(data)) \
+            and not Path(data).expanduser().is_absolute():
         candidate = base / data
-        if candidate.exists():
-            return str(candidate.resolve())
+        try:
+            if candidate.exists():
+                return str(candidate.resolve())
+        except OSError:  # not a name the file system can hold: the scenario's loader will say so
+            pass
     return data
 
 

@@ -202,6 +202,23 @@ def test_out_writes_every_window_as_the_schedule(capsys, tmp_path):
         "workload"]["schedule"]["windows"][-1]["response_tokens"]
 
 
+def test_scenario_written_by_import_fits_text_fields_are_not_paths(capsys, tmp_path):
+    """Issue 26 item 3: an imported scenario's long description (with slashes) is text, not a path;
+    only path fields (here a histogram given relative to the scenario) are resolved."""
+    (tmp_path / "lengths.csv").write_text("500,1\n1500,1\n")
+    data = yaml.safe_load(TINY.read_text())
+    data["description"] = "x" * 300 + " from verl/trainer/config/ppo_trainer.yaml " + "y" * 300
+    data["workload"]["prompt_tokens"] = {"kind": "empirical", "path": "lengths.csv"}
+    scenario = tmp_path / "imported.yaml"
+    scenario.write_text(yaml.safe_dump(data))
+    fitted = tmp_path / "fitted.yaml"
+    code, _, err = _run(capsys, FIX / LOGS["wandb-csv"], "--scenario", scenario, "--out", fitted)
+    assert code == 0, err
+    out = yaml.safe_load(fitted.read_text())
+    assert out["description"] == data["description"]
+    assert out["workload"]["prompt_tokens"]["path"] == str((tmp_path / "lengths.csv").resolve())
+
+
 def test_out_without_scenario_is_a_workload_fragment(capsys, tmp_path):
     frag = tmp_path / "frag.yaml"
     assert _run(capsys, FIX / LOGS["wandb-csv"], "--out", frag)[0] == 0
