@@ -323,3 +323,41 @@ def test_case_needs_scenario_and_timings(capsys, tmp_path):
 def test_missing_log_and_bad_window(capsys, tmp_path):
     assert "log file not found" in _error(capsys, tmp_path, tmp_path / "nope.log")
     assert "--window" in _error(capsys, tmp_path, FIX / LOGS["verl"], "--window", "0")
+
+
+REAL = FIX / "trl-real"
+
+
+def test_case_says_when_the_scenario_does_not_describe_the_logged_run(capsys, tmp_path):
+    """Issue 26 item 10: a CPU run of a tiny model (16 trajectories a step) against an H100 1.5B
+    scenario of 8,192: the batch differs, said on stderr and in the case's assumptions."""
+    case = tmp_path / "case.yaml"
+    code, _, err = _run(capsys, REAL / "trainer_state.json", "--scenario", "grpo-1.5b-async", "--case", case)
+    assert code == 0
+    assert "does not describe the logged run: batch: the log's steps hold 928 tokens" in err
+    assert "8,192 trajectories (512 prompts × 16)" in err
+    assert "THE SCENARIO DOES NOT DESCRIBE THE LOGGED RUN: batch" in yaml.safe_load(case.read_text())["assumptions"]
+
+
+def test_case_from_the_run_s_own_scenario_says_nothing(capsys, tmp_path):
+    case = tmp_path / "case.yaml"
+    code, _, err = _run(capsys, REAL / "trainer_state.json", "--scenario", REAL / "scenario.yaml", "--case", case)
+    assert code == 0 and "does not describe" not in err
+    assert "DOES NOT DESCRIBE" not in yaml.safe_load(case.read_text())["assumptions"]
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"cluster": {"nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm"}}, "far smaller or its devices far slower"),
+    ({"model": "llama-3.1-70b", "cluster": {"nodes": 1, "gpus_per_node": 1, "gpu": "h100-sxm"}},
+     "the run's model is smaller or its devices faster"),
+])
+def test_case_says_when_model_or_device_differ(capsys, tmp_path, changes, said):
+    """Same batch and lengths as the log; only the model or the device changed."""
+    data = yaml.safe_load((REAL / "scenario.yaml").read_text())
+    data.update(changes)
+    data["placement"] = {"mode": "colocated"}
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(data))
+    code, _, err = _run(capsys, REAL / "trainer_state.json", "--scenario", scenario, "--case", tmp_path / "c.yaml")
+    assert code == 0 and "model size or device" in err and said in err
+    assert "batch:" not in err

@@ -63,7 +63,13 @@ TIMINGS = {
     "timing/train/policy_training": "update_actor",
     "timing/train/policy_and_reference_logprobs": "old_logprob+reference",
 }
-KNOWN = {k for table in (RESPONSE, PROMPT) for keys in table.values() for k in keys} | set(TIMINGS)
+# The size of a step, read to check that a scenario describes the logged run (twin fit --case):
+# verl's tokens of the step's batch (prompts and responses), TRL's running count of tokens seen.
+SCALE = {
+    "tokens_per_step": ("perf/total_num_tokens",),
+    "tokens_seen": ("num_tokens",),
+}
+KNOWN = {k for table in (RESPONSE, PROMPT, SCALE) for keys in table.values() for k in keys} | set(TIMINGS)
 
 
 @dataclass
