@@ -12,6 +12,7 @@ import yaml
 
 from twin.cli import main
 from twin.config.load import load_scenario
+from twin.errors import InputError
 from twin.importers.logs import fit_lengths, fit_log, read_logs, windows
 from twin.importers.logs.lognormal import clip_mass, clipped_mean, fit
 from twin.importers.logs.readers import RESPONSE, Step
@@ -272,7 +273,7 @@ def test_undetectable_format(capsys, tmp_path):
     log = tmp_path / "notes.txt"
     log.write_text("hello\nworld\n")
     line = _error(capsys, tmp_path, log)
-    assert "notes.txt" in line and "--format verl|trl|wandb-csv|jsonl" in line
+    assert "notes.txt" in line and "--format verl|trl|trl-console|wandb-csv|jsonl" in line
 
 
 def test_non_numeric_value_names_file_line_and_key(capsys, tmp_path):
@@ -361,3 +362,32 @@ def test_case_says_when_model_or_device_differ(capsys, tmp_path, changes, said):
     code, _, err = _run(capsys, REAL / "trainer_state.json", "--scenario", scenario, "--case", tmp_path / "c.yaml")
     assert code == 0 and "model size or device" in err and said in err
     assert "batch:" not in err
+
+
+def test_trl_console_output_reads_as_trainer_state_json():
+    """Issue 26 item 11: TRL's printed dicts (not JSON, no step) read, numbered in order, the
+    same figures as the trainer_state.json of the same run."""
+    console = read_logs([REAL / "console.txt"])
+    state = read_logs([REAL / "trainer_state.json"])
+    assert console.formats[0].startswith("trl-console (detected from")
+    assert [s.step for s in console.steps] == [s.step for s in state.steps] == list(range(1, 13))
+    assert [s.values for s in console.steps] == [s.values for s in state.steps]
+
+
+def test_trl_console_numpy_values_and_bad_dicts(tmp_path):
+    log = tmp_path / "out.txt"
+    log.write_text("{'completions/mean_length': np.float64(12.5), 'step_time': 0.2}\n"
+                   "{'completions/mean_length': 14.0, 'step_time': np.float32(0.3)}\n")
+    steps = read_logs([log]).steps
+    assert [s.values["completions/mean_length"] for s in steps] == [12.5, 14.0]
+    log.write_text("{'completions/mean_length': __import__('os').getcwd()}\n")
+    with pytest.raises(InputError, match="not a printed Python dict"):
+        read_logs([log])
+
+
+def test_printed_dicts_given_as_jsonl_say_what_to_use(capsys, tmp_path):
+    log = tmp_path / "out.jsonl"
+    log.write_text("{'completions/mean_length': 22.875, 'step_time': 0.18}\n")
+    line = _error(capsys, tmp_path, log, "--format", "jsonl")
+    assert "a printed Python dict, not JSON" in line and "--format trl-console" in line
+    assert "trainer_state.json" in line
