@@ -167,6 +167,8 @@ def pressure_note(row: dict, rows: list[dict] | None = None) -> str:
     effect here (on colocated GPUs, +1 staleness and partial rollout both re-place the GPUs as
     async pools; with nothing in flight when weights arrive, partial rollout interrupts nothing)."""
     note = f"  ({row['added_gpus']:+d} GPUs)" if row.get("added_gpus") else ""
+    if row.get("not_in_framework"):  # a lever the scenario's stack lacks (its framework profile says so)
+        note += f"  ({row['not_in_framework']})"
     if "placement" in row:
         note += f"  ({row['placement']['rollout_gpus']} rollout + {row['placement']['trainer_gpus']} trainer GPUs)"
     for earlier in rows or []:

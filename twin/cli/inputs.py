@@ -61,7 +61,7 @@ def _fit_parser(sub) -> None:
         "step (the scenario's learning section, docs/time-to-target.md).")
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files (joined in step order); with --learning "
                    "one run each, as LOG or LOG:N")
-    p.add_argument("--format", choices=None, default=None, metavar="verl|trl|wandb-csv|jsonl",
+    p.add_argument("--format", choices=None, default=None, metavar="verl|trl|trl-console|wandb-csv|jsonl",
                    help="the logs' format (default: detected from each file's name and shape)")
     p.add_argument("--scenario", metavar="S", help="a built-in scenario or YAML file to fit into")
     p.add_argument("--window", type=int, default=None, metavar="N",
