@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin import runner
+from twin.analysis.frames import frame
+from twin.analysis.html import Views, plan_html
 from twin.analysis.report import LinkRow, ReportData
 from twin.config.modes import MODES
 from twin.config.overrides import apply_overrides, parse_overrides, split_top_level
@@ -299,7 +301,7 @@ class Ranked:
 
 
 @dataclass(frozen=True)
-class PlanResult:
+class PlanResult(Views):
     """The planner's answer: the ranked candidates (the top ones), the best as a scenario, and
     how the search went."""
 
@@ -352,6 +354,20 @@ class PlanResult:
     def to_json(self) -> str:
         """Canonical JSON (sorted keys): the same for the same inputs."""
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_html(self, *, whole: bool = True) -> str:
+        """The ranking as one self-contained HTML page (``twin plan --html``; the ``html`` extra)."""
+        return plan_html(self, whole=whole)
+
+    def to_frame(self):
+        """One row per ranked candidate (the JSON's ``candidates``): a pandas DataFrame."""
+        return frame(self.to_dict()["candidates"])
+
+    def __repr__(self) -> str:
+        best = self.best
+        return (f"PlanResult({self.scenario_name} on {self.budget_gpus} GPUs by {self.objective}: "
+                f"{self.evaluated} simulated, best {best.placement_words}, "
+                f"{best.report.useful_trajectories_per_hour:,.0f} useful trajectories/h)")
 
     def best_yaml(self) -> str:
         """The best candidate as a scenario file: the whole scenario, self-contained (every

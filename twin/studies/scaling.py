@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twin import runner
+from twin.analysis.frames import frame
+from twin.analysis.html import Views, scale_html
 from twin.analysis.report import ReportData
 from twin.config.modes import MODES
 from twin.config.overrides import apply_overrides, parse_overrides
@@ -146,7 +148,7 @@ class ScalePoint:
 
 
 @dataclass(frozen=True)
-class ScaleResult:
+class ScaleResult(Views):
     """The scaling curve: one point per size, ascending; the sizes where the binding link
     changes; and the first size below the efficiency threshold."""
 
@@ -190,6 +192,14 @@ class ScaleResult:
     def to_json(self) -> str:
         """Canonical JSON (sorted keys): the same for the same inputs."""
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_html(self, *, whole: bool = True) -> str:
+        """The curve as one self-contained HTML page (``twin scale --html``; the ``html`` extra)."""
+        return scale_html(self, whole=whole)
+
+    def to_frame(self):
+        """One row per size (the JSON's ``points``): a pandas DataFrame."""
+        return frame(self.to_dict()["points"])
 
     def render(self) -> str:
         """The table and the two findings, as the command line prints them."""
