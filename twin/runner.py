@@ -17,6 +17,7 @@ from typing import Any, Protocol, Union
 
 from twin.analysis.frames import frame
 from twin.analysis.html import available, run_html
+from twin.analysis.pricing import costs
 from twin.analysis.render import render_run
 from twin.analysis.report import LinkRow, ReportData, RoleMemory, StepRow, Throughput, build_report, rounded
 from twin.analysis.run import step_figures, time_to_all
@@ -147,6 +148,11 @@ class Report:
         time until the run has trained on N trajectories or generated N tokens."""
         rows = time_to_all(step_figures(self.result), list(until))
         return replace(self, data=self.data.model_copy(update={"time_to": rounded(rows)}))
+
+    def with_price(self, gpu_hour_price: float) -> Report:
+        """This report with ``cost``: its GPU time at ``gpu_hour_price`` per GPU-hour (per step,
+        per 1,000 useful trajectories, per run; :mod:`twin.analysis.pricing`)."""
+        return replace(self, data=self.data.model_copy(update={"cost": costs(self.data, gpu_hour_price)}))
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain data; with a verdict, each bottleneck row's ``marginal_gain``

@@ -96,6 +96,9 @@ class ReportData(_Section):
     faults: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
                                           description="Failures, checkpoints, stragglers and goodput (twin.analysis.faults).")
     time_to: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
+    cost: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
+                                        description="Money at --gpu-hour-price: per step, per 1,000 useful "
+                                                    "trajectories, per run (twin.analysis.pricing).")
 
     @property
     def binding(self) -> LinkRow | None:

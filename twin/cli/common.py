@@ -56,14 +56,22 @@ def html_arg(p: argparse.ArgumentParser) -> None:
                    'needs matplotlib: pip install ".[html]" from a clone)')
 
 
+def price_arg(p: argparse.ArgumentParser) -> None:
+    """``--gpu-hour-price P``: what the answer costs (twin.analysis.pricing)."""
+    p.add_argument("--gpu-hour-price", type=float, default=None, metavar="P",
+                   help="price of one GPU-hour: also report the money per step, per 1,000 useful "
+                   "trajectories and per run (every GPU paid for the whole wall time)")
+
+
 def outputs_for(args: argparse.Namespace) -> Outputs:
     """The command's output files, checked now, before anything is simulated."""
     outputs = Outputs()
     outputs.add("--json", args.json_path, stdout=True)
     if "trace" in args:
         outputs.add("--trace", args.trace)
-    if getattr(args, "html", None) is not None:
-        require_matplotlib()  # a missing extra is said before anything is simulated
+    if "html" in args:
+        if args.html is not None:
+            require_matplotlib()  # a missing extra is said before anything is simulated
         outputs.add("--html", args.html)
     return outputs
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from twin.cli.common import Command, emit, executor_args, html_arg, interrupted, outputs_for, scenario_args
+from twin.cli.common import Command, emit, executor_args, html_arg, interrupted, outputs_for, price_arg, scenario_args
 from twin.cli.progress import count_printer
 from twin.errors import InputError
 from twin.studies.executors import Interrupted
@@ -92,6 +92,7 @@ def _scale_parser(sub) -> None:
     scale_.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, metavar="E",
                         help=f"scaling efficiency below which an added GPU stops paying (default {DEFAULT_THRESHOLD})")
     html_arg(scale_)
+    price_arg(scale_)
     executor_args(scale_)
 
 
@@ -102,7 +103,7 @@ def _scale(args) -> int:
             result = scale(args.scenario, args.overrides, gpus=args.gpus, replan=args.replan,
                            scale_batch=args.scale_batch, threshold=args.threshold,
                            max_staleness=args.max_staleness, workers=args.workers, executor=args.executor,
-                           ray_address=args.ray_address, progress=progress)
+                           ray_address=args.ray_address, progress=progress, gpu_hour_price=args.gpu_hour_price)
     except Interrupted as exc:
         return interrupted("scale", exc)
     emit(outputs, {"--json": result.to_json(), "--html": result.to_html() if args.html else None}, result.render)

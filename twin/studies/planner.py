@@ -31,6 +31,7 @@ from typing import Any
 from twin import runner
 from twin.analysis.frames import frame
 from twin.analysis.html import Views, plan_html
+from twin.analysis.pricing import check_price, cost_per_1000_useful, run_time_s
 from twin.analysis.report import LinkRow, ReportData
 from twin.config.modes import MODES
 from twin.config.overrides import apply_overrides, parse_overrides, split_top_level
@@ -220,10 +221,7 @@ def _check_arguments(gpus, max_staleness, objective, gpu_hour_price, top, worker
         if objective != "cost":
             raise InputError("a GPU-hour price only prices the cost objective", field="--gpu-hour-price",
                              value=gpu_hour_price, allowed="--objective cost with it, or no price")
-        if isinstance(gpu_hour_price, bool) or not isinstance(gpu_hour_price, (int, float)) \
-                or not math.isfinite(gpu_hour_price) or gpu_hour_price <= 0:
-            raise InputError("not a price", field="--gpu-hour-price", value=gpu_hour_price,
-                             allowed="a positive number (money per GPU-hour)")
+        check_price(gpu_hour_price)
 
 
 def _base(source, overrides) -> tuple[Any, dict]:
@@ -454,14 +452,6 @@ def _binding_words(d: dict[str, Any]) -> str:
     return f"{d['binding_link']} ({d['binding_critical_path_share'] * 100:.0f}%{load})"
 
 
-def run_time_s(report: ReportData) -> float:
-    """The wall time of the report's ``run.steps``: simulated, or where the run stopped at
-    steady state, estimated at its steady step time (:mod:`twin.sim.settle`). A drifting
-    workload is always simulated to its last step, so its drift is in the figure."""
-    run = report.run
-    return run["settled"]["estimated_total_s"] if run.get("settled") else run["total_s"]
-
-
 def _metric(report: ReportData, objective: str) -> float:
     if objective.startswith("goodput_"):  # the report's faults section weighs the rate by its goodput
         return report.faults[objective.removeprefix("goodput_")]
@@ -478,11 +468,8 @@ def _score(report: ReportData, objective: str, price: float | None) -> tuple[flo
         return -run_time_s(report), None
     if objective != "cost":
         return _metric(report, objective), None
-    useful = report.throughput.useful_trajectories_per_hour
-    if useful <= 0:
-        return -math.inf, None
-    cost = float(f"{report.total_gpus * (price or 1.0) / useful * 1000:.6g}")
-    return -cost, cost
+    cost = cost_per_1000_useful(report, price)
+    return (-math.inf, None) if cost is None else (-cost, cost)
 
 
 def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None = None, *,
