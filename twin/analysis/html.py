@@ -23,7 +23,7 @@ from typing import Any
 
 from twin.errors import InputError
 
-HTML_FIX = 'pip install ".[html]" from a clone of rltwin (or pip install "rltwin[html]")'
+HTML_FIX = 'pip install ".[html]" from a clone of rltwin'
 
 _CSS = """
 .twin-report{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:1100px;margin:0 auto;color:#1d2330}

@@ -125,7 +125,7 @@ def _sweep_parser(sub) -> None:
                         help="an axis (repeatable); the sweep is their cartesian product")
     sweep_.add_argument("--csv", dest="csv_path", metavar="PATH|-", help="write the rows as CSV")
     sweep_.add_argument("--parquet", dest="parquet_path", metavar="PATH",
-                        help='write the rows as Parquet (needs pip install "rltwin[parquet]")')
+                        help='write the rows as Parquet (needs pyarrow: pip install ".[parquet]" from a clone)')
     html_arg(sweep_)
     executor_args(sweep_)
 

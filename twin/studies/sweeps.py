@@ -33,7 +33,7 @@ from twin.studies import executors
 from twin.studies.planner import parse_vary
 
 MAX_ROWS = 100_000
-PARQUET_FIX = 'pip install "rltwin[parquet]"'
+PARQUET_FIX = 'pip install ".[parquet]" from a clone of rltwin'
 FIGURES = ("step_time_s", "useful_trajectories_per_hour", "tokens_per_s", "binding_link", "binding_load", "goodput",
            "error")
 
