@@ -7,6 +7,7 @@ from typing import Any
 from twin.analysis.faults import describe as describe_faults
 from twin.analysis.learning import describe as describe_learning
 from twin.analysis.learning import effect_text
+from twin.analysis.pricing import cost_line
 from twin.analysis.report import LinkRow, ReportData
 from twin.analysis.run import change_text
 
@@ -44,6 +45,7 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
         f"({th.tokens_per_s_per_gpu:,.0f} per GPU)   {th.trajectories_per_hour:,.0f} trajectories/h",
     ]
     lines += run_lines(report)
+    lines += [cost_line(report.cost)] if report.cost else []
     goodput = describe_faults(report.faults or {})
     lines += ["", goodput] if goodput else []
     to_target = describe_learning(report.learning)

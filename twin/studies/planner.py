@@ -29,6 +29,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin import runner
+from twin.analysis.frames import frame
+from twin.analysis.html import Views, plan_html
+from twin.analysis.pricing import check_price, cost_per_1000_useful, run_time_s
 from twin.analysis.report import LinkRow, ReportData
 from twin.config import arguments, limits
 from twin.config.modes import MODES
@@ -221,10 +224,7 @@ def _check_arguments(gpus, max_staleness, objective, gpu_hour_price, top, worker
         if objective != "cost":
             raise InputError("a GPU-hour price only prices the cost objective", field="--gpu-hour-price",
                              value=gpu_hour_price, allowed="--objective cost with it, or no price")
-        if isinstance(gpu_hour_price, bool) or not isinstance(gpu_hour_price, (int, float)) \
-                or not math.isfinite(gpu_hour_price) or gpu_hour_price <= 0:
-            raise InputError("not a price", field="--gpu-hour-price", value=gpu_hour_price,
-                             allowed="a positive number (money per GPU-hour)")
+        check_price(gpu_hour_price)
 
 
 def _checked(scenario, overrides, vary, resume, ray_address, progress) -> tuple:
@@ -318,7 +318,7 @@ class Ranked:
 
 
 @dataclass(frozen=True)
-class PlanResult:
+class PlanResult(Views):
     """The planner's answer: the ranked candidates (the top ones), the best as a scenario, and
     how the search went."""
 
@@ -371,6 +371,20 @@ class PlanResult:
     def to_json(self) -> str:
         """Canonical JSON (sorted keys): the same for the same inputs."""
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_html(self, *, whole: bool = True) -> str:
+        """The ranking as one self-contained HTML page (``twin plan --html``; the ``html`` extra)."""
+        return plan_html(self, whole=whole)
+
+    def to_frame(self):
+        """One row per ranked candidate (the JSON's ``candidates``): a pandas DataFrame."""
+        return frame(self.to_dict()["candidates"])
+
+    def __repr__(self) -> str:
+        best = self.best
+        return (f"PlanResult({self.scenario_name} on {self.budget_gpus} GPUs by {self.objective}: "
+                f"{self.evaluated} simulated, best {best.placement_words}, "
+                f"{best.report.useful_trajectories_per_hour:,.0f} useful trajectories/h)")
 
     def best_yaml(self) -> str:
         """The best candidate as a scenario file: the whole scenario, self-contained (every
@@ -462,14 +476,6 @@ def _binding_words(d: dict[str, Any]) -> str:
     return f"{d['binding_link']} ({d['binding_critical_path_share'] * 100:.0f}%{load})"
 
 
-def run_time_s(report: ReportData) -> float:
-    """The wall time of the report's ``run.steps``: simulated, or where the run stopped at
-    steady state, estimated at its steady step time (:mod:`twin.sim.settle`). A drifting
-    workload is always simulated to its last step, so its drift is in the figure."""
-    run = report.run
-    return run["settled"]["estimated_total_s"] if run.get("settled") else run["total_s"]
-
-
 def _metric(report: ReportData, objective: str) -> float:
     if objective.startswith("goodput_"):  # the report's faults section weighs the rate by its goodput
         return report.faults[objective.removeprefix("goodput_")]
@@ -490,11 +496,8 @@ def _score(report: ReportData, objective: str, price: float | None) -> tuple[flo
         return -(report.time_to_target_s if report.time_to_target_s is not None else math.inf), None
     if objective != "cost":
         return _metric(report, objective), None
-    useful = report.throughput.useful_trajectories_per_hour
-    if useful <= 0:
-        return -math.inf, None
-    cost = float(f"{report.total_gpus * (price or 1.0) / useful * 1000:.6g}")
-    return -cost, cost
+    cost = cost_per_1000_useful(report, price)
+    return (-math.inf, None) if cost is None else (-cost, cost)
 
 
 def pin_lr_batch(data: dict) -> dict:
