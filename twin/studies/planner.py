@@ -534,25 +534,9 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     axes = parse_vary(vary)
     _check_not_searched(axes, "--vary")
 
-    if math.prod(len(v) for v in axes.values()) > MAX_CANDIDATES:
-        raise InputError("more combinations of --vary values than the planner searches", field="--vary",
-                         value=math.prod(len(v) for v in axes.values()), allowed=f"at most {MAX_CANDIDATES:,}")
-
     scenario_obj, base = _base(scenario, overrides)
     base = pin_lr_batch(base)
-    combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())] or [{}]
-    candidates = _generate(base, scenario_obj, combos, gpus, max_staleness)
-    if len(candidates) > MAX_CANDIDATES:
-        raise InputError(f"{len(candidates):,} candidates are more than the planner searches",
-                         field="--vary" if axes else "--max-staleness", value=len(candidates),
-                         allowed=f"at most {MAX_CANDIDATES:,}: fewer --vary values or a lower --max-staleness")
-    _check_vary(base, candidates[0] if candidates else None, axes)
-
-    feasible, pruned, examples = _prune(base, candidates)
-    if not feasible:
-        reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
-        raise InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
-                         allowed=f"a budget some deployment fits in; of {len(candidates)} candidates: {reasons}")
+    candidates, feasible, pruned, examples = _feasible_candidates(base, scenario_obj, axes, gpus, max_staleness)
 
     steps = scenario_obj.run.steps
     owned = not isinstance(executor, executors.Executor)  # one handed in is closed by its owner
@@ -575,9 +559,7 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     finally:
         session.close()
     if not reports:
-        reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
-        raise InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
-                         allowed=reasons)
+        raise _no_fit(gpus, pruned, examples)
 
     simulations += NOISE_SEEDS * len(shown)
     ranked = []
@@ -595,6 +577,34 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
         pruned_by_reason={k: n for k, n in pruned.items() if n}, pruned_examples=examples,
         evaluated=search.pop("evaluated"), simulations=simulations, search=search, ranked=ranked,
         best_scenario=best_data)
+
+
+def _feasible_candidates(base: dict, scenario_obj, axes: dict, gpus: int, max_staleness: int):
+    """Every candidate of the search (each combination of the ``--vary`` axes, mode, engine tp,
+    split), and those left after pruning: (candidates, feasible, pruned counts, an example of
+    each reason). Raises InputError when there are too many, or none fits."""
+    if math.prod(len(v) for v in axes.values()) > MAX_CANDIDATES:
+        raise InputError("more combinations of --vary values than the planner searches", field="--vary",
+                         value=math.prod(len(v) for v in axes.values()), allowed=f"at most {MAX_CANDIDATES:,}")
+    combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())] or [{}]
+    candidates = _generate(base, scenario_obj, combos, gpus, max_staleness)
+    if len(candidates) > MAX_CANDIDATES:
+        raise InputError(f"{len(candidates):,} candidates are more than the planner searches",
+                         field="--vary" if axes else "--max-staleness", value=len(candidates),
+                         allowed=f"at most {MAX_CANDIDATES:,}: fewer --vary values or a lower --max-staleness")
+    _check_vary(base, candidates[0] if candidates else None, axes)
+    feasible, pruned, examples = _prune(base, candidates)
+    if not feasible:
+        raise _no_fit(gpus, pruned, examples, len(candidates))
+    return candidates, feasible, pruned, examples
+
+
+def _no_fit(gpus: int, pruned: dict, examples: dict, candidates: int | None = None) -> InputError:
+    reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
+    if candidates is not None:
+        reasons = f"a budget some deployment fits in; of {candidates} candidates: {reasons}"
+    return InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
+                      allowed=reasons)
 
 
 def _generate(base: dict, scenario, combos: list[dict], gpus: int, max_staleness: int) -> list[Candidate]:
