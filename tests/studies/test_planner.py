@@ -222,7 +222,7 @@ def test_ctrl_c_prints_the_best_so_far_and_exits_130(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--executor", "ray"], 'Ray is not installed (got \'ray\'); allowed: pip install "rltwin[ray]"'),
+    (["--executor", "ray"], 'Ray is not installed (got \'ray\'); allowed: pip install ".[ray]" from a clone of rltwin'),
     (["--ray-address", "localhost:6379"], "--ray-address only applies to --executor ray"),
 ])
 def test_executor_bad_input_is_one_line_and_exit_2(monkeypatch, capsys, args, message):

@@ -7,6 +7,7 @@ from typing import Any
 from twin.analysis.faults import describe as describe_faults
 from twin.analysis.learning import describe as describe_learning
 from twin.analysis.learning import effect_text
+from twin.analysis.pricing import cost_line
 from twin.analysis.report import LinkRow, ReportData
 from twin.analysis.run import change_text
 
@@ -44,6 +45,7 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
         f"({th.tokens_per_s_per_gpu:,.0f} per GPU)   {th.trajectories_per_hour:,.0f} trajectories/h",
     ]
     lines += run_lines(report)
+    lines += [cost_line(report.cost)] if report.cost else []
     goodput = describe_faults(report.faults or {})
     lines += ["", goodput] if goodput else []
     to_target = describe_learning(report.learning)
@@ -167,6 +169,8 @@ def pressure_note(row: dict, rows: list[dict] | None = None) -> str:
     effect here (on colocated GPUs, +1 staleness and partial rollout both re-place the GPUs as
     async pools; with nothing in flight when weights arrive, partial rollout interrupts nothing)."""
     note = f"  ({row['added_gpus']:+d} GPUs)" if row.get("added_gpus") else ""
+    if row.get("not_in_framework"):  # a lever the scenario's stack lacks (its framework profile says so)
+        note += f"  ({row['not_in_framework']})"
     if "placement" in row:
         note += f"  ({row['placement']['rollout_gpus']} rollout + {row['placement']['trainer_gpus']} trainer GPUs)"
     for earlier in rows or []:

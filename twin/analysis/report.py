@@ -101,6 +101,9 @@ class ReportData(_Section):
     time_to_target_s: float | None = Field(default=None, description="Steps to the target × seconds per step "
                                            "(learning.time_to_target_s; None where the step size diverges).")
     time_to: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
+    cost: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
+                                        description="Money at --gpu-hour-price: per step, per 1,000 useful "
+                                                    "trajectories, per run (twin.analysis.pricing).")
 
     @property
     def binding(self) -> LinkRow | None:

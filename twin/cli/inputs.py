@@ -10,7 +10,7 @@ from twin.cli.common import Command
 from twin.config.frameworks import builtin_frameworks
 from twin.config.model_catalog import catalog_text
 from twin.config.registry import builtin_profiles, builtin_scenarios, model_presets
-from twin.importers import NAMES, import_files, scenario_yaml, validated, warn
+from twin.importers import NAMES, import_files, parse_env, scenario_yaml, validated, warn
 from twin.output import Outputs
 
 
@@ -28,13 +28,16 @@ def _import_parser(sub) -> None:
     imp.add_argument("files", nargs="+", metavar="FILE", help="the framework's YAML/JSON configs and launch scripts")
     imp.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                      help="override one scenario field after the import (repeatable)")
+    imp.add_argument("--env", dest="env", action="append", default=[], metavar="NAME=VALUE",
+                     help="a variable a launch script reads (${NAME:-default}), over the calling environment "
+                     "(repeatable)")
     imp.add_argument("--out", metavar="SCENARIO.yaml", help="write the scenario here instead of standard output")
 
 
 def _import(args) -> int:
     outputs = Outputs()
     outputs.add("--out", args.out)
-    result = import_files(args.framework, args.files, args.overrides)
+    result = import_files(args.framework, args.files, args.overrides, env=parse_env(args.env))
     warn(result)
     validated(result, args.overrides)
     text = scenario_yaml(result, args.overrides)
@@ -58,7 +61,7 @@ def _fit_parser(sub) -> None:
         "step (the scenario's learning section, docs/time-to-target.md).")
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files (joined in step order); with --learning "
                    "one run each, as LOG or LOG:N")
-    p.add_argument("--format", choices=None, default=None, metavar="verl|trl|wandb-csv|jsonl",
+    p.add_argument("--format", choices=None, default=None, metavar="verl|trl|trl-console|wandb-csv|jsonl",
                    help="the logs' format (default: detected from each file's name and shape)")
     p.add_argument("--scenario", metavar="S", help="a built-in scenario or YAML file to fit into")
     p.add_argument("--window", type=int, default=None, metavar="N",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from twin.cli.common import Command, emit, executor_args, interrupted, outputs_for, scenario_args
+from twin.cli.common import Command, emit, executor_args, html_arg, interrupted, outputs_for, price_arg, scenario_args
 from twin.cli.progress import count_printer
 from twin.errors import InputError
 from twin.studies.executors import Interrupted
@@ -43,6 +43,7 @@ def _plan_parser(sub) -> None:
                       "learning.levels from twin fit --learning unless it is the section's own target)")
     plan.add_argument("--top", type=int, default=10, metavar="K", help="candidates shown (default 10)")
     plan.add_argument("--out", metavar="BEST.yaml", help="write the best candidate as a scenario file")
+    html_arg(plan)
     executor_args(plan)
     plan.add_argument("--resume", metavar="FILE",
                       help="checkpoint: every finished simulation is appended to FILE (JSON lines); run the "
@@ -70,7 +71,8 @@ def _plan(args) -> int:
     def table() -> str:
         return result.render() + (f"\nbest written to {args.out}" if args.out else "")
 
-    emit(outputs, {"--json": result.to_json(), "--out": result.best_yaml() if args.out else None}, table)
+    emit(outputs, {"--json": result.to_json(), "--out": result.best_yaml() if args.out else None,
+                   "--html": result.to_html() if args.html else None}, table)
     return 0
 
 
@@ -98,6 +100,8 @@ def _scale_parser(sub) -> None:
                         help="with --replan: the largest staleness the planner tries (default 1)")
     scale_.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, metavar="E",
                         help=f"scaling efficiency below which an added GPU stops paying (default {DEFAULT_THRESHOLD})")
+    html_arg(scale_)
+    price_arg(scale_)
     executor_args(scale_)
 
 
@@ -108,10 +112,10 @@ def _scale(args) -> int:
             result = scale(args.scenario, args.overrides, gpus=args.gpus, replan=args.replan,
                            scale_batch=args.scale_batch, threshold=args.threshold,
                            max_staleness=args.max_staleness, workers=args.workers, executor=args.executor,
-                           ray_address=args.ray_address, progress=progress)
+                           ray_address=args.ray_address, progress=progress, gpu_hour_price=args.gpu_hour_price)
     except Interrupted as exc:
         return interrupted("scale", exc)
-    emit(outputs, {"--json": result.to_json()}, result.render)
+    emit(outputs, {"--json": result.to_json(), "--html": result.to_html() if args.html else None}, result.render)
     return 0
 
 
@@ -130,7 +134,8 @@ def _sweep_parser(sub) -> None:
                         help="an axis (repeatable); the sweep is their cartesian product")
     sweep_.add_argument("--csv", dest="csv_path", metavar="PATH|-", help="write the rows as CSV")
     sweep_.add_argument("--parquet", dest="parquet_path", metavar="PATH",
-                        help='write the rows as Parquet (needs pip install "rltwin[parquet]")')
+                        help='write the rows as Parquet (needs pyarrow: pip install ".[parquet]" from a clone)')
+    html_arg(sweep_)
     executor_args(sweep_)
 
 
@@ -150,7 +155,8 @@ def _sweep(args) -> int:
     except Interrupted as exc:
         return interrupted("sweep", exc)
     emit(outputs, {"--json": result.to_json(), "--csv": result.to_csv(),
-                   "--parquet": result.to_parquet() if args.parquet_path else None}, result.render)
+                   "--parquet": result.to_parquet() if args.parquet_path else None,
+                   "--html": result.to_html() if args.html else None}, result.render)
     return 0
 
 

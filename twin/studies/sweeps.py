@@ -24,20 +24,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from twin import runner
+from twin.analysis.frames import frame
+from twin.analysis.html import Views, sweep_html
 from twin.analysis.report import ReportData
+from twin.config import arguments
 from twin.config.overrides import apply_overrides, parse_overrides
 from twin.errors import InputError
 from twin.studies import executors
 from twin.studies.planner import parse_vary
 
 MAX_ROWS = 100_000
-PARQUET_FIX = 'pip install "rltwin[parquet]"'
+PARQUET_FIX = 'pip install ".[parquet]" from a clone of rltwin'
 FIGURES = ("step_time_s", "useful_trajectories_per_hour", "tokens_per_s", "binding_link", "binding_load", "goodput",
            "error")
 
 
 @dataclass(frozen=True)
-class SweepResult:
+class SweepResult(Views):
     """The grid (path → values) and its rows, in the grid's order."""
 
     scenario_name: str
@@ -79,6 +82,14 @@ class SweepResult:
         buf = pa.BufferOutputStream()
         pq.write_table(table, buf)
         return buf.getvalue().to_pybytes()
+
+    def to_html(self, *, whole: bool = True) -> str:
+        """The grid as one self-contained HTML page (``twin sweep --html``; the ``html`` extra)."""
+        return sweep_html(self, whole=whole)
+
+    def to_frame(self):
+        """One row per combination, the grid's columns first: a pandas DataFrame."""
+        return frame(self.rows, self.columns)
 
     def render(self) -> str:
         """The table as the command line prints it."""
@@ -153,6 +164,13 @@ def sweep(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     strings) on ``scenario`` with ``overrides``. Raises :class:`InputError` on bad input (an
     unknown field, a value the field refuses, no axis); a combination that cannot run is a row
     with its ``error``; :class:`twin.studies.executors.Interrupted` on Ctrl-C, with the best row so far."""
+    arguments.source(scenario)
+    overrides = arguments.overrides(overrides)
+    if workers is not None:
+        arguments.integer(workers, "--workers", 1)
+    arguments.optional_name(ray_address, "--ray-address", "HOST:PORT, or None")
+    grid = grid if isinstance(grid, Mapping) else arguments.items(
+        grid, "--grid", (str,), "'path=v1,v2' strings, or a mapping of paths to lists of values")
     try:
         axes = parse_vary(grid)
     except InputError as exc:
