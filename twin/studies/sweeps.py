@@ -36,7 +36,7 @@ from twin.studies.planner import parse_vary
 MAX_ROWS = 100_000
 PARQUET_FIX = 'pip install ".[parquet]" from a clone of rltwin'
 FIGURES = ("step_time_s", "useful_trajectories_per_hour", "tokens_per_s", "binding_link", "binding_load", "goodput",
-           "error")
+           "time_to_target_s", "error")
 
 
 @dataclass(frozen=True)
@@ -228,4 +228,5 @@ def _row(combo: dict[str, Any], result: ReportData | InputError) -> dict[str, An
             "useful_trajectories_per_hour": result.useful_trajectories_per_hour,
             "tokens_per_s": result.throughput.tokens_per_s,
             "binding_link": binding.link if binding else None,
-            "binding_load": binding.load if binding else None, "goodput": result.goodput, "error": None}
+            "binding_load": binding.load if binding else None, "goodput": result.goodput,
+            "time_to_target_s": result.time_to_target_s, "error": None}
