@@ -20,6 +20,7 @@ from twin.analysis import metrics
 from twin.analysis import run as whole_run
 from twin.analysis.assumptions import assumptions
 from twin.analysis.faults import faults_report
+from twin.analysis.trust import nearest
 from twin.config.scenario import resolved_dict
 from twin.config.warnings import warnings
 from twin.cost.memory import GiB, memory_report
@@ -96,6 +97,9 @@ class ReportData(_Section):
     faults: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
                                           description="Failures, checkpoints, stragglers and goodput (twin.analysis.faults).")
     time_to: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
+    trust: list[dict[str, Any]] = Field(default_factory=list,
+                                        description="The validation sources nearest to the scenario and the twin's "
+                                                    "error there (twin.analysis.trust).")
     cost: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
                                         description="Money at --gpu-hour-price: per step, per 1,000 useful "
                                                     "trajectories, per run (twin.analysis.pricing).")
@@ -177,6 +181,7 @@ def build_report(result: SimResult, straggled: SimResult | None = None, slow: Sl
     ``slow`` (the ``faults`` section's stragglers; None: nothing runs slower)."""
     util = metrics.utilization(result)
     figures = whole_run.step_figures(result)
+    scenario = resolved_dict(result.scenario)
     memory = {
         m.role: {"used_gib": _r(m.used_bytes / GiB), "capacity_gib": _r(m.capacity_bytes / GiB),
                  "headroom_gib": _r(m.headroom_bytes / GiB), "fits": m.fits}
@@ -203,9 +208,10 @@ def build_report(result: SimResult, straggled: SimResult | None = None, slow: Sl
         "dropped": dict(sorted(result.dropped.items())),
         "gpus": dict(result.gpus),
         "simulated_s": _r(result.wall_s),
-        "scenario": resolved_dict(result.scenario),
+        "scenario": scenario,
         "plan": result.plan.summary(),
         "warnings": warnings(result.plan),
         "assumptions": assumptions(result.plan),
         "faults": rounded(faults_report(result, straggled, slow)),
+        "trust": nearest(scenario),
     })
