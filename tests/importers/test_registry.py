@@ -71,7 +71,7 @@ def test_out_writes_the_scenario_with_a_header(fx, tmp_path, capsys):
     assert capsys.readouterr().out == ""
     text = out.read_text()
     assert text.startswith("# Imported by `twin import verl` from: ")
-    assert "# Framework assumed: verl 0.5" in text and "steps: 2" in text
+    assert "# Framework assumed: verl 0.8" in text and "steps: 2" in text
     assert main(["check", str(out)]) == 0
 
 

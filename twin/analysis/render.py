@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from twin.analysis.faults import describe as describe_faults
+from twin.analysis.learning import describe as describe_learning
+from twin.analysis.learning import effect_text
 from twin.analysis.pricing import cost_line
 from twin.analysis.report import LinkRow, ReportData
 from twin.analysis.run import change_text
@@ -46,6 +48,8 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
     lines += [cost_line(report.cost)] if report.cost else []
     goodput = describe_faults(report.faults or {})
     lines += ["", goodput] if goodput else []
+    to_target = describe_learning(report.learning)
+    lines += [to_target] if to_target else []
     lines += [
         "",
         "Where a step goes (mean seconds per step)",
@@ -83,7 +87,7 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
                 continue
             lines.append(f"  {row['description']:62s} {gain_text(row, 12)}  "
                          f"step {row['step_time_s']:.1f} s{noise_note(row, least)}"
-                         f"{pressure_note(row, verdict['marginal_gains'])}")
+                         f"{pressure_note(row, verdict['marginal_gains'])}{effect_text(row)}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report.bottleneck)]
@@ -168,6 +172,8 @@ def pressure_note(row: dict, rows: list[dict] | None = None) -> str:
     effect here (on colocated GPUs, +1 staleness and partial rollout both re-place the GPUs as
     async pools; with nothing in flight when weights arrive, partial rollout interrupts nothing)."""
     note = f"  ({row['added_gpus']:+d} GPUs)" if row.get("added_gpus") else ""
+    if row.get("not_in_framework"):  # a lever the scenario's stack lacks (its framework profile says so)
+        note += f"  ({row['not_in_framework']})"
     if "placement" in row:
         note += f"  ({row['placement']['rollout_gpus']} rollout + {row['placement']['trainer_gpus']} trainer GPUs)"
     for earlier in rows or []:

@@ -20,6 +20,7 @@ from twin.analysis import metrics
 from twin.analysis import run as whole_run
 from twin.analysis.assumptions import assumptions
 from twin.analysis.faults import faults_report
+from twin.analysis.learning import learning_report, mean_lag
 from twin.analysis.trust import nearest
 from twin.config.scenario import resolved_dict
 from twin.config.warnings import warnings
@@ -96,6 +97,10 @@ class ReportData(_Section):
     assumptions: list[dict[str, Any]]
     faults: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
                                           description="Failures, checkpoints, stragglers and goodput (twin.analysis.faults).")
+    learning: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
+                                            description="Steps and seconds to the target reward (twin.analysis.learning).")
+    time_to_target_s: float | None = Field(default=None, description="Steps to the target × seconds per step "
+                                           "(learning.time_to_target_s; None where the step size diverges).")
     time_to: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
     trust: list[dict[str, Any]] = Field(default_factory=list,
                                         description="The validation sources nearest to the scenario and the twin's "
@@ -214,4 +219,13 @@ def build_report(result: SimResult, straggled: SimResult | None = None, slow: Sl
         "assumptions": assumptions(result.plan),
         "faults": rounded(faults_report(result, straggled, slow)),
         "trust": nearest(scenario),
+        **_learning(result, metrics.step_time(result)),
     })
+
+
+def _learning(result: SimResult, step_time_s: float) -> dict[str, Any]:
+    """The ``learning`` section and its ``time_to_target_s`` at the steady step time."""
+    algorithm = result.scenario.algorithm
+    section = rounded(learning_report(result.scenario.learning, algorithm.trajectories_per_step, step_time_s, mean_lag([r.max_staleness for r in result.steps]),
+                                      algorithm.partial_rollout))
+    return {"learning": section, "time_to_target_s": section["time_to_target_s"]}

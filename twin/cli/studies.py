@@ -34,9 +34,13 @@ def _plan_parser(sub) -> None:
     plan.add_argument("--objective", default="useful_trajectories_per_hour", choices=list(OBJECTIVES),
                       help="what to rank by (default useful_trajectories_per_hour; cost: GPU-hours, or "
                       "money with --gpu-hour-price, per 1,000 useful trajectories; run_time: hours for "
-                      "run.steps with the workload's drift, e.g. a schedule from twin fit)")
+                      "run.steps with the workload's drift, e.g. a schedule from twin fit; time_to_target: hours to the "
+                      "learning section's target, steps to it × seconds per step, docs/time-to-target.md)")
     plan.add_argument("--gpu-hour-price", type=float, default=None, metavar="P",
                       help="price of one GPU-hour (only with --objective cost)")
+    plan.add_argument("--target", type=float, default=None, metavar="R",
+                      help="with --objective time_to_target: the reward to reach (sets learning.target; needs "
+                      "learning.levels from twin fit --learning unless it is the section's own target)")
     plan.add_argument("--top", type=int, default=10, metavar="K", help="candidates shown (default 10)")
     plan.add_argument("--out", metavar="BEST.yaml", help="write the best candidate as a scenario file")
     html_arg(plan)
@@ -50,6 +54,11 @@ def _plan_parser(sub) -> None:
 def _plan(args) -> int:
     outputs = outputs_for(args)
     outputs.add("--out", args.out)
+    if args.target is not None:
+        if args.objective != "time_to_target":
+            raise InputError("--target is read with --objective time_to_target", field="--target", value=args.target,
+                             allowed="--objective time_to_target --target R")
+        args.overrides = [*args.overrides, f"learning.target={args.target!r}"]
     try:
         with count_printer("twin plan", after_s=0.0, parts=10) as progress:
             result = plan_budget(args.scenario, args.overrides, gpus=args.gpus, max_staleness=args.max_staleness,

@@ -8,6 +8,7 @@ each importer reads and how each knob maps.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from twin.errors import InputError, choices
-from twin.importers import areal, nemo_rl, openrlhf, trl, verl
+from twin.importers import areal, nemo_rl, openrlhf, shell, trl, verl
 from twin.importers.base import Imported, Importer
 
 IMPORTERS: dict[str, Importer] = {m.IMPORTER.name: m.IMPORTER for m in (verl, nemo_rl, openrlhf, areal, trl)}
@@ -35,16 +36,21 @@ def _model_overridden(overrides: Sequence[str] | dict) -> bool:
 
 
 def import_files(framework: str, files: Sequence[str | Path],
-                 overrides: Sequence[str] | dict = ()) -> Imported:
-    """Read ``files`` as ``framework``'s inputs into a scenario (not yet validated)."""
+                 overrides: Sequence[str] | dict = (), env: dict[str, str] | None = None) -> Imported:
+    """Read ``files`` as ``framework``'s inputs into a scenario (not yet validated); a launch
+    script's ``${VAR:-default}`` reads ``env`` (the calling environment when None)."""
     imp = importer(framework)
     paths = [Path(f).expanduser() for f in files]
     if not paths:
         raise InputError("no input files", field=imp.name, allowed=imp.reads)
     for path in paths:
         if not path.is_file():
-            raise InputError("file not found", file=path, allowed=imp.reads)
-    result = imp.run(paths, _model_overridden(overrides))
+            raise InputError(_not_a_file(path), file=path, allowed=imp.reads)
+    token = shell.ENVIRONMENT.set(dict(os.environ) if env is None else dict(env))
+    try:
+        result = imp.run(paths, _model_overridden(overrides))
+    finally:
+        shell.ENVIRONMENT.reset(token)
     names = ", ".join(p.name for p in paths)
     text = f"Imported from {imp.title} ({names}) by `twin import {imp.name.replace('_', '-')}`, " \
            f"assuming {imp.title} {imp.version}."
@@ -53,6 +59,33 @@ def import_files(framework: str, files: Sequence[str | Path],
     scenario = {"name": _name(paths[0]), "description": text, **result.scenario}
     result.scenario = scenario
     return result
+
+
+def _not_a_file(path: Path) -> str:
+    """What stands at ``path`` instead of a regular file (never opened)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "file not found"
+    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return f"not a regular file: {what}"
+    return "not a regular file"
+
+
+def parse_env(pairs: Sequence[str]) -> dict[str, str]:
+    """``--env K=V`` arguments over the calling environment (what a script's ``${K:-default}`` reads)."""
+    env = dict(os.environ)
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise InputError("--env takes NAME=VALUE", field="--env", value=pair,
+                             allowed="a shell variable name, '=', its value (e.g. --env NNODES=4)")
+        env[key.strip()] = value
+    return env
 
 
 def _name(path: Path) -> str:

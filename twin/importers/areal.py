@@ -58,7 +58,7 @@ def read(paths: list[Path]) -> Knobs:
         if path.suffix in (".yaml", ".yml"):
             knobs.put_tree(compose.hydra(path), path)
             continue
-        script = shell.parse(path.read_text(errors="replace"))
+        script = shell.read(path)
         found = [a for m, a in map(shell.python_module, script.commands) if m and ("areal" in m or m.endswith(".py"))]
         if not found:
             raise InputError("the script runs no AReaL entry point", file=path,
@@ -77,7 +77,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b = Builder(k)
     model_key = _first(k, "actor.path", "model_path")
     b.set("framework", "areal")  # the stack's profile: framework_profiles/areal.yaml
-    b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths]), model_key)
+    b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths], b), model_key)
     k.mark("ref.path", "tokenizer_path", "sglang.model_path", "vllm.model")
 
     key = "allocation_mode"

@@ -20,7 +20,7 @@ def read(paths: list[Path]) -> Knobs:
         else:  # a launch script: `uv run examples/run_grpo_math.py --config X.yaml key=value ...`
             from twin.importers import shell
 
-            script = shell.parse(path.read_text(errors="replace"))
+            script = shell.read(path)
             found = [(m, a) for m, a in map(shell.python_module, script.commands) if m and "grpo" in m]
             if not found:
                 raise InputError("the script runs no NeMo-RL GRPO entry point", file=path,
@@ -33,7 +33,7 @@ def read(paths: list[Path]) -> Knobs:
 def run(paths: list[Path], model_given: bool) -> Imported:
     k = read(paths)
     b = Builder(k)
-    b.set("model", resolve_model(k, "policy.model_name", model_given, [p.parent for p in paths]), "policy.model_name")
+    b.set("model", resolve_model(k, "policy.model_name", model_given, [p.parent for p in paths], b), "policy.model_name")
     k.mark("policy.tokenizer.name")
 
     # ------------------------------------------------------------ cluster and deployment

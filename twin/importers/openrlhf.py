@@ -57,7 +57,7 @@ class _Flags:
 def read(paths: list[Path]) -> Knobs:
     knobs = Knobs()
     for path in paths:
-        script = shell.parse(path.read_text(errors="replace"))
+        script = shell.read(path)
         found = [a for m, a in map(shell.python_module, script.commands) if m and "openrlhf" in m and "ppo" in m]
         if not found:
             raise InputError("the script runs no OpenRLHF PPO entry point", file=path,
@@ -73,7 +73,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     f = _Flags(k).key
     b = Builder(k)
     b.set("framework", "openrlhf")  # the stack's profile: framework_profiles/openrlhf.yaml
-    b.set("model", resolve_model(k, f("pretrain"), model_given, [p.parent for p in paths]), f("pretrain"))
+    b.set("model", resolve_model(k, f("pretrain"), model_given, [p.parent for p in paths], b), f("pretrain"))
 
     # ------------------------------------------------------------ deployment
     nodes = k.int_(f("actor_num_nodes"), 1)

@@ -9,7 +9,8 @@ from pathlib import Path
 from twin.config.io import read_mapping
 from twin.errors import InputError
 from twin.importers import shell
-from twin.importers.base import Builder, Imported, Importer, Knobs, ceil_div, resolve_model, scalar, workload
+from twin.importers.base import (Builder, Imported, Importer, Knobs, ceil_div, named_file, resolve_model, scalar,
+                                 workload)
 
 VERSION = "0.19 (trl.GRPOConfig field names and defaults, 2025)"
 DEFAULT_PROCESSES = 8
@@ -25,7 +26,7 @@ def read(paths: list[Path]) -> tuple[Knobs, Knobs, Knobs]:
             data = read_mapping(path)
             (acc if ACCELERATE_KEYS & set(data) else cfg).put_tree(data, path)
             continue
-        script = shell.parse(path.read_text(errors="replace"))
+        script = shell.read(path)
         found = False
         for words in script.commands:
             if words[:2] == ["trl", "vllm-serve"]:
@@ -41,22 +42,22 @@ def read(paths: list[Path]) -> tuple[Knobs, Knobs, Knobs]:
             for key, value in sorted(given, key=lambda kv: kv[0].replace("-", "_") != "config_file"):
                 key = key.replace("-", "_")
                 if key == "config_file":
-                    conf = Path(str(value))
-                    conf = conf if conf.is_absolute() else path.parent / conf
-                    if not conf.is_file():
+                    conf = named_file(str(value), path, "--config_file", "--config_file")
+                    if conf is None:
                         raise InputError("--config_file names a file that is not there", file=path,
-                                         field="--config_file", value=value, allowed=f"an existing accelerate config ({conf})")
+                                         field="--config_file", value=value, allowed="an existing accelerate config "
+                                         "beside the script or in the current folder (run from where you launch)")
                     acc.put_tree(read_mapping(conf), conf)
                 elif key in ("num_processes", "num_machines"):
                     acc.put(key, _value(value), path)
             for key, value in shell.flags(args):
                 key = key.replace("-", "_")
                 if key == "config":  # TrlParser's --config: a YAML of the same fields
-                    conf = Path(str(value))
-                    conf = conf if conf.is_absolute() else path.parent / conf
-                    if not conf.is_file():
+                    conf = named_file(str(value), path, "--config", "--config")
+                    if conf is None:
                         raise InputError("--config names a file that is not there", file=path, field="--config",
-                                         value=value, allowed=f"an existing GRPOConfig YAML ({conf})")
+                                         value=value, allowed="an existing GRPOConfig YAML beside the script or in "
+                                         "the current folder")
                     cfg.put_tree(read_mapping(conf), conf)
                 else:
                     cfg.drop(key)
@@ -77,7 +78,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b = Builder(k)
     model_key = "model_name_or_path"
     b.set("framework", "trl")  # the stack's profile: framework_profiles/trl.yaml
-    b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths]), model_key)
+    b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths], b), model_key)
 
     # ------------------------------------------------------------ processes and placement
     procs = acc.int_("num_processes", None)

@@ -8,8 +8,8 @@ collected by index, never by completion, so every executor gives the same answer
 
 * :class:`LocalExecutor` — a process pool: one process per CPU by default, each evaluating
   scenarios in-process (the kernels compile, or load from the cache, once per worker; no
-  process start or import per scenario); workers ignore Ctrl-C, the parent stops handing
-  out work and says what it has.
+  process start or import per scenario); workers ignore Ctrl-C, the parent stops them at
+  once (what they were simulating is not needed) and says what it has.
 * :class:`RayExecutor` — the same worker function as Ray tasks. ``ray.init()`` starts a local
   Ray when no address is given; ``address`` joins an existing cluster. Ray is the optional
   ``ray`` extra (``pip install ".[ray]"`` from a clone).
@@ -17,12 +17,13 @@ collected by index, never by completion, so every executor gives the same answer
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -61,12 +62,18 @@ class Executor:
         order they finish in. ``on_result(index, result)`` and ``progress(done, total)`` are
         called as each one finishes."""
         out: list = [None] * len(scenarios)
-        for done, (i, result) in enumerate(self.imap(scenarios), 1):
-            out[i] = result
-            if on_result is not None:
-                on_result(i, result)
-            if progress is not None:
-                progress(done, len(scenarios))
+        results = self.imap(scenarios)
+        try:  # closed at once on a Ctrl-C in a callback too: the pool's workers stop now
+            for done, (i, result) in enumerate(results, 1):
+                out[i] = result
+                if on_result is not None:
+                    on_result(i, result)
+                if progress is not None:
+                    progress(done, len(scenarios))
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
         return out
 
     def close(self) -> None:
@@ -89,11 +96,22 @@ class LocalExecutor(Executor):
                 yield i, runner.report_data(data)
             return
         # Workers ignore Ctrl-C: the parent stops handing out candidates and reports what it has.
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+        # Made with the stop signals blocked, so that no worker meets one before it ignores it.
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
-            yield from enumerate(pool.map(runner.report_data, scenarios))
+            pool = multiprocessing.Pool(workers, initializer=_worker_signals, initargs=(before,))
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        finished = False
+        try:
+            yield from enumerate(pool.imap(runner.report_data, scenarios))
+            finished = True
+        finally:
+            if finished:
+                pool.close()
+            else:  # a Ctrl-C or an error: what runs is not needed; stop it now, do not wait for it
+                pool.terminate()
+            pool.join()
 
 
 class RayExecutor(Executor):
@@ -202,8 +220,17 @@ def _check_reachable(address: str) -> None:
                          "running and reachable from here; or no --ray-address for a local Ray") from None
 
 
-def _ignore_sigint() -> None:
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+def _worker_signals(mask: set) -> None:
+    """A worker ignores Ctrl-C (the terminal sends it to the whole process group; the parent
+    decides), dies on SIGTERM (how the parent stops it), and leaves the parent's wake-up fd."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(ValueError):
+        signal.set_wakeup_fd(-1)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 # ----------------------------------------------------------------------------- checkpoints

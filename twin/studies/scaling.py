@@ -19,10 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twin import runner
+from twin.analysis.learning import hours
+from twin.analysis.learning import point_figures as learning_figures
 from twin.analysis.frames import frame
 from twin.analysis.html import Views, scale_html
 from twin.analysis.pricing import check_price, costs, money
 from twin.analysis.report import ReportData
+from twin.config import arguments, limits
 from twin.config.modes import MODES
 from twin.config.overrides import apply_overrides, parse_overrides
 from twin.config.scenario import placement_pools
@@ -31,11 +34,11 @@ from twin.sim.settle import settling
 from twin.studies import executors
 from twin.studies.goodput import bind_line, failures_bind_at, point_figures
 from twin.studies.placement import PoolSplit
-from twin.studies.planner import plan_budget
+from twin.studies.planner import pin_lr_batch, plan_budget
 
 DEFAULT_THRESHOLD = 0.7   # efficiency below which an added GPU "stops paying" (user-settable)
 MAX_POINTS = 64           # sizes in one call
-MAX_GPUS = 1 << 20        # the schema's own bounds refuse a cluster beyond its limits first
+MAX_GPUS = limits.MAX_GPUS  # the schema's own bound on a cluster
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -51,7 +54,7 @@ def parse_gpus(value: str | Iterable[int]) -> list[int]:
                 raise InputError("not a GPU count", field="--gpus", value=item,
                                  allowed="comma-separated integers, e.g. --gpus 16,32,64") from None
     else:
-        sizes = list(value)
+        sizes = arguments.items(value, "--gpus", (int,), "a list of integers, or '16,32,64'")
     if not sizes:
         raise InputError("no sizes given", field="--gpus", value=value, allowed="e.g. --gpus 16,32,64")
     for n in sizes:
@@ -134,7 +137,7 @@ class ScalePoint:
         if r is None:
             keys = ("mode", "staleness", "partial_rollout", "rollout_gpus", "trainer_gpus", "engine_tp", "step_time_s", "useful_trajectories_per_hour",
                     "tokens_per_s", "binding_link", "binding_critical_path_share", "binding_load")
-            return {**out, **dict.fromkeys(keys), **point_figures(None)}
+            return {**out, **dict.fromkeys(keys), **point_figures(None), **learning_figures(None)}
         binding = r.binding
         plan, algorithm = r.plan, r.scenario["algorithm"]
         return {**out, "mode": plan["mode"], "staleness": algorithm["staleness"],
@@ -145,7 +148,7 @@ class ScalePoint:
                 "tokens_per_s": r.throughput.tokens_per_s,
                 "binding_link": binding.link if binding else None,
                 "binding_critical_path_share": binding.critical_path_share if binding else None,
-                "binding_load": binding.load if binding else None, **point_figures(r)}
+                "binding_load": binding.load if binding else None, **point_figures(r), **learning_figures(r)}
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,14 @@ class ScaleResult(Views):
     def failures_bind_at(self) -> int | None:
         """The first size where failures take 5% of the wall time (:mod:`twin.studies.goodput`)."""
         return failures_bind_at(p.to_dict() for p in self.points)
+
+    @staticmethod
+    def _to_target(d: dict) -> str:
+        """With --scale-batch: rollouts per step, steps to the target and the hours to it with the
+        learning rate retuned for each batch and held at the scenario's (docs/time-to-target.md)."""
+        steps = f"{d['steps_to_target']:7,.0f}" if d["steps_to_target"] is not None else f"{'-':>7s}"
+        return (f"{d['rollouts_per_step']:7,d} {steps} {hours(d['time_to_target_retuned_s'])} "
+                f"{hours(d['time_to_target_not_retuned_s'], 10)}  ")
 
     @property
     def stops_paying_at(self) -> int | None:
@@ -221,6 +232,7 @@ class ScaleResult(Views):
                  "failures and stragglers leave",
                  f"{'GPUs':>6s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} {'step (s)':>9s} "
                  f"{'useful/h':>11s} {'per GPU':>8s} {'effic.':>7s} {'goodput':>7s} {'× goodput':>11s}  "
+                 + (f"{'N/step':>7s} {'steps':>7s} {'retuned h':>9s} {'fixed-lr h':>10s}  " if self.scale_batch else "")
                  + (f"{'$/1k useful':>11s} {'$/run':>9s}  " if self.gpu_hour_price else "")
                  + "binding link (share of the step, load)"]
         for p, cost in zip(self.points, self.costs):
@@ -238,6 +250,7 @@ class ScaleResult(Views):
                          f"{d['useful_trajectories_per_hour'] / p.gpus:8,.0f} {d['scaling_efficiency']:7.2f} "
                          + (f"{d['goodput']:7.3f} {d['goodput_useful_trajectories_per_hour']:11,.0f}  "
                             if d["goodput"] is not None else f"{'-':>7s} {'-':>11s}  ")
+                         + (self._to_target(d) if self.scale_batch else "")
                          + (f"{money(cost['per_1000_useful_trajectories']):>11s} {money(cost['per_run']):>9s}  "
                             if cost else "")
                          + f"{d['binding_link']}{load}")
@@ -281,13 +294,21 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     """
     sizes = parse_gpus(gpus)
     _check(threshold)
+    arguments.source(scenario)
+    arguments.flag(replan, "--replan")
+    arguments.flag(scale_batch, "--scale-batch")
+    arguments.integer(max_staleness, "--max-staleness", 0)
+    if workers is not None:
+        arguments.integer(workers, "--workers", 1)
+    arguments.optional_name(ray_address, "--ray-address", "HOST:PORT, or None")
+    overrides = arguments.overrides(overrides)
     if gpu_hour_price is not None:
         check_price(gpu_hour_price)
     if overrides is not None and not isinstance(overrides, Mapping):
         overrides = parse_overrides(list(overrides))
     overrides = dict(overrides or {})
     base_scenario = runner.load(scenario, overrides)
-    base = base_scenario.model_dump(mode="json")
+    base = pin_lr_batch(base_scenario.model_dump(mode="json"))  # without retuning: the scenario's lr
     ex = executors.make(executor, workers=workers, ray_address=ray_address)
     points: list[ScalePoint] = []
     try:

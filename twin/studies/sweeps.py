@@ -27,6 +27,7 @@ from twin import runner
 from twin.analysis.frames import frame
 from twin.analysis.html import Views, sweep_html
 from twin.analysis.report import ReportData
+from twin.config import arguments
 from twin.config.overrides import apply_overrides, parse_overrides
 from twin.errors import InputError
 from twin.studies import executors
@@ -163,6 +164,13 @@ def sweep(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     strings) on ``scenario`` with ``overrides``. Raises :class:`InputError` on bad input (an
     unknown field, a value the field refuses, no axis); a combination that cannot run is a row
     with its ``error``; :class:`twin.studies.executors.Interrupted` on Ctrl-C, with the best row so far."""
+    arguments.source(scenario)
+    overrides = arguments.overrides(overrides)
+    if workers is not None:
+        arguments.integer(workers, "--workers", 1)
+    arguments.optional_name(ray_address, "--ray-address", "HOST:PORT, or None")
+    grid = grid if isinstance(grid, Mapping) else arguments.items(
+        grid, "--grid", (str,), "'path=v1,v2' strings, or a mapping of paths to lists of values")
     try:
         axes = parse_vary(grid)
     except InputError as exc:
