@@ -91,6 +91,9 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report.bottleneck)]
+    if report.trust:
+        lines += ["", "How far to trust this (the twin against published runs like this one):"]
+        lines += [f"  {t['text']}" for t in report.trust]
     if report.assumptions:
         lines += ["", "Assumed (what moves these figures most; change any with --set):"]
         for a in report.assumptions:

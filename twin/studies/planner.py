@@ -468,6 +468,7 @@ class PlanResult(Views):
             if gap < max(first.noise, second.noise or 0.0):
                 lines.append(f"  note: #1 and #2 differ by {gap * 100:.1f}%, within their spread across seeds: "
                              "either will do (simulate more steps to separate them)")
+        lines += [f"  how far to trust this: {t['text']}" for t in self.best.report.trust[:1]]
         return "\n".join(lines)
 
 
