@@ -57,9 +57,12 @@ def _fit_parser(sub) -> None:
         "window of steps and overall, a lognormal clipped at the max length; print its mean, p50, p90 "
         "and max with the keys each came from. --out writes the last window's fit (the steady state) "
         "into --scenario S, or a workload fragment without it; --case writes the run's own timings as "
-        "a validation case (twin validate CASE.yaml). See docs/fit.md.")
-    p.add_argument("logs", nargs="+", metavar="LOG", help="log files (joined in step order)")
-    p.add_argument("--format", choices=None, default=None, metavar="verl|trl|wandb-csv|jsonl",
+        "a validation case (twin validate CASE.yaml). See docs/fit.md.\n\n"
+        "twin fit --learning RUN1.log:512 RUN2.log:8192 instead fits the steps to a reward against rollouts per "
+        "step (the scenario's learning section, docs/time-to-target.md).")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log files (joined in step order); with --learning "
+                   "one run each, as LOG or LOG:N")
+    p.add_argument("--format", choices=None, default=None, metavar="verl|trl|trl-console|wandb-csv|jsonl",
                    help="the logs' format (default: detected from each file's name and shape)")
     p.add_argument("--scenario", metavar="S", help="a built-in scenario or YAML file to fit into")
     p.add_argument("--window", type=int, default=None, metavar="N",
@@ -71,6 +74,12 @@ def _fit_parser(sub) -> None:
                    "kernel rates, engine host cost per step, weight-sync rate) as a framework profile, checked "
                    "on the log's other windows")
     p.add_argument("--json", dest="json_path", metavar="PATH|-", help="also write the fit as JSON")
+    p.add_argument("--learning", action="store_true",
+                   help="fit the learning section instead: S_min and N_noise (learning.noise_scale) from two or more "
+                   "runs' reward per step at different batch sizes, LOG:N with N the rollouts per step where the log "
+                   "does not say it (implied by a LOG:N); see docs/time-to-target.md")
+    p.add_argument("--reward-key", metavar="KEY", help="with --learning: the logged key of the reward or accuracy "
+                   "(default: the first of critic/score/mean, critic/rewards/mean, reward, rewards/mean, accuracy, acc)")
 
 
 def _list_parser(sub) -> None:
