@@ -449,10 +449,14 @@ def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Pat
            "nothing is downloaded. Hub ids with a preset: " + ", ".join(sorted(HUB_PRESETS)))
     raw = knobs.peek(key)
     if isinstance(raw, str) and UNSET_MARK in raw:
-        named = _named_by_folder(raw.rpartition("/")[2], b, why=f"the rest of the path depends on {_unset_name(raw)}")
+        last = raw.rpartition("/")[2]
+        named = _named_by_folder(last, b, why=f"the rest of the path depends on {_unset_name(raw)}")
         if named:
             knobs.mark(key)
             return named
+        if last and unresolved(last) is None:
+            raise InputError(f"the model path depends on {_unset_name(raw)}, and its folder's name is not a preset "
+                             "or catalog model", file=knobs.file(key), field=key, value=last, allowed=fix)
     ref = knobs.str_(key)
     if ref is None:
         raise InputError("the inputs name no model", field=key, allowed=fix)
