@@ -68,6 +68,10 @@ def deployment(k: Knobs, b: Builder, asynchronous: bool) -> None:
         b.set("placement.trainer.offload_optimizer", True, "colocate")
         b.note("--colocate: slime offloads the actor's weights and optimizer while SGLang generates")
         return
+    if k.bool_("debug-train-only", False):
+        raise InputError("a --debug-train-only run (SFT, or training on saved rollouts) generates nothing: no RL "
+                         "step for the twin to simulate", file=k.file("debug-train-only"), field="debug-train-only",
+                         allowed="a run with rollouts (--colocate or --rollout-num-gpus N)")
     rollout_gpus = k.int_("rollout-num-gpus", None)
     if rollout_gpus is None:
         raise InputError("separate pools need the rollout's GPUs", field="rollout-num-gpus",
