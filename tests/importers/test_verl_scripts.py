@@ -108,3 +108,10 @@ def test_non_finite_numbers_are_one_line_errors(tmp_path, value):
 def test_wrong_importer_says_what_the_file_looks_like(fx):
     with pytest.raises(InputError, match="looks like a NeMo-RL config"):
         import_files("verl", [fx / "nemo_rl/grpo_base.yaml"], env={})
+
+
+def test_a_generation_or_sft_script_is_named_as_not_rl(tmp_path):
+    script = tmp_path / "gen.sh"
+    script.write_text("python3 -m verl.trainer.main_generation trainer.nnodes=1 model.path=Qwen/Qwen3-8B\n")
+    with pytest.raises(InputError, match="runs verl's verl.trainer.main_generation, not an RL trainer"):
+        import_files("verl", [script], env={})

@@ -14,6 +14,7 @@ from twin.importers.base import Builder, Imported, Importer, Knobs, named_file, 
 VERSION = "0.8 (verl/trainer/config key names and defaults, 2026: defaults/verl.yaml)"
 DEFAULTS = Path(__file__).with_name("defaults") / "verl.yaml"
 BASES = ("ppo_trainer", "ppo_megatron_trainer")
+NOT_RL = ("main_generation", "main_generation_server", "fsdp_sft_trainer", "sft_trainer", "main_eval", "model_merger")
 ARR = "actor_rollout_ref"
 BUILTIN = ("ppo_trainer", "ppo_megatron_trainer", "_generated_ppo_trainer", "_generated_ppo_megatron_trainer",
            "actor", "rollout", "ref", "critic", "data", "reward_model", "model", "npu_profile", "algorithm",
@@ -68,6 +69,9 @@ def _script(path: Path, knobs: Knobs, skipped: list[str], notes: list[str]) -> s
                          allowed="a script running python3 -m verl.trainer.main_ppo key=value ... "
                          "(or a recipe's main), or a verl YAML config")
     module, args = found[-1]
+    if module.rsplit(".", 1)[-1] in NOT_RL:
+        raise InputError(f"the script runs verl's {module}, not an RL trainer: no step for the twin to simulate",
+                         file=path, allowed="a script running verl.trainer.main_ppo (or a recipe's RL entry point)")
     config_path, config_name, overrides = None, None, []
     i = 0
     while i < len(args):
