@@ -137,7 +137,8 @@ def load_source(path: Path) -> Source:
 
     imp = source.imports
     try:
-        imported = import_files(imp.framework, [path.parent / f for f in imp.files], imp.set).scenario
+        # the case is the files as written: its scripts read no variable from the calling environment
+        imported = import_files(imp.framework, [path.parent / f for f in imp.files], imp.set, env={}).scenario
     except InputError as exc:
         raise exc.located(file=path, prefix="import") from None
     imported = apply_overrides(imported, imp.set)
