@@ -88,7 +88,7 @@ def test_megatron_expert_and_context_parallelism_and_vllm_pipelines_import(fx, t
 def test_refit_method_follows_the_placement(fx, twin_import, twin_check):
     """NeMo-RL refits colocated workers by CUDA IPC and separate pools shard to shard over NCCL."""
     code, data, _ = twin_import("nemo-rl", fx / "nemo_rl/grpo_base.yaml")
-    assert code == 0 and data["placement"]["mode"] == "colocated" and data["weight_sync"]["method"] == "reshard"
+    assert code == 0 and data["placement"]["mode"] == "colocated" and "weight_sync" not in data  # auto: reshard
     code, data, _ = twin_import("nemo-rl", fx / "nemo_rl/grpo_async.yaml")
     assert code == 0 and data["placement"]["mode"] == "async" and data["weight_sync"]["method"] == "nccl_reshard"
     assert twin_check(data) == 0

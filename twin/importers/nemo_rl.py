@@ -72,7 +72,8 @@ def deployment(k: Knobs, b: Builder) -> bool:
         k.mark("grpo.async_grpo.max_trajectory_age_steps", "grpo.async_grpo.in_flight_weight_updates")
     # NeMo-RL's refit: CUDA IPC between the colocated workers; between separate pools each
     # trainer shard goes straight to the generation workers that hold it, over NCCL.
-    b.set("weight_sync.method", "reshard" if colocated else "nccl_reshard", "policy.generation.colocated.enabled")
+    if not colocated:  # colocated: auto is already the twin's reshard (CUDA IPC)
+        b.set("weight_sync.method", "nccl_reshard", "policy.generation.colocated.enabled")
     return colocated
 
 
