@@ -65,9 +65,7 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
                      f"mean {spread['mean'] * 100:.0f}%)")
     counters = report.counters
     if counters.get("preemptions"):
-        lines.append(f"  KV cache full: {counters['preemptions']:,.0f} preemptions, "
-                     f"{counters['wasted_tokens']:,.0f} tokens recomputed, "
-                     f"{counters.get('recompute_s_per_engine_step', 0.0):,.2f} s of each engine's step")
+        lines += preemption_lines(report)
     for reason, count in report.dropped.items():
         lines.append(f"  dropped {count:,} trajectories: {reason}")
     if verdict:
@@ -90,6 +88,22 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
         for a in report.assumptions:
             lines.append(f"  {a['field']} = {a['value']}: {a['note']}")
     return "\n".join(lines)
+
+
+def preemption_lines(report: ReportData) -> list[str]:
+    """What the KV cache's preemptions cost in seconds of the step, and why fewer sequences is
+    not the cure it looks: vLLM recomputes a preempted sequence's tokens in prefill, cheap per
+    token, while fewer sequences a batch slow every decode iteration."""
+    counters = report.counters
+    recompute = counters.get("recompute_s_per_engine_step", 0.0)
+    generation = (report.breakdown or {}).get("generation")
+    seqs = report.scenario["placement"]["rollout"].get("max_num_seqs")
+    share = f" ({recompute / generation:.1%} of the {generation:,.0f} s generation)" if generation else ""
+    return [f"  KV cache full: {counters['preemptions']:,.0f} preemptions, {counters['wasted_tokens']:,.0f} tokens "
+            f"recomputed: {recompute:,.2f} s of each engine's step{share}",
+            f"    (recomputed in prefill, many tokens an iteration; fewer sequences (max_num_seqs, {seqs} here) "
+            "preempt less but decode fewer tokens an iteration, which can cost more: "
+            "twin whatif --pressure placement.rollout.max_num_seqs=N prices both)"]
 
 
 def run_lines(report: ReportData) -> list[str]:
