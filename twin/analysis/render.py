@@ -16,14 +16,18 @@ def _bar(fraction: float) -> str:
     return "█" * n + "·" * (BAR - n)
 
 
-def verdict_line(bottleneck: list[LinkRow]) -> str:
-    """The binding link in one sentence, for a report without a verdict."""
+WHATIF_HINT = "twin whatif says what more of it buys"
+
+
+def verdict_line(bottleneck: list[LinkRow], whatif_hint: str = WHATIF_HINT) -> str:
+    """The binding link in one sentence, for a report without a verdict; ``whatif_hint`` says
+    where to measure what more of it buys (the CLI's command; the TUI's key)."""
     if not bottleneck:
         return "No link held the trainer up."
     top = bottleneck[0]
     load_text = f"at {top.load * 100:.0f}% load" if top.load is not None else "no resource of its own"
     state = ("binds and is saturated: more of it buys experience" if top.saturated
-             else "binds but is not saturated: it waits more than it works (twin whatif says what more of it buys)")
+             else f"binds but is not saturated: it waits more than it works ({whatif_hint})")
     return f"{top.link} {state} — {top.critical_path_share * 100:.0f}% of the critical path, {load_text}."
 
 
