@@ -1,5 +1,5 @@
 """twin fit --learning: N_noise and S_min recovered from synthetic reward logs drawn from a known
-noise-scale law (tests/importers/synthetic_learning.py), and bad input refused in one line."""
+noise-scale law (tests/importers/logs/synthetic_learning.py), and bad input refused in one line."""
 
 from __future__ import annotations
 
