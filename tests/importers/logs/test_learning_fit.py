@@ -16,10 +16,12 @@ from twin.errors import InputError
 from twin.importers.logs.learning import fit_runs, read_reward_run
 
 sys.path.insert(0, str(Path(__file__).parent))
-from synthetic_learning import SHAPES, rewards, steps_for, write_trl, write_verl, write_wandb  # noqa: E402
+from synthetic_learning import (  # noqa: E402
+    SHAPES, rewards, steps_for, write_trl, write_trl_console, write_verl, write_wandb)
 
-WRITERS = {"verl": write_verl, "trl": write_trl, "wandb": write_wandb}
-NAMES = {"verl": "run{n}.log", "trl": "run{n}/trainer_state.json", "wandb": "run{n}.csv"}
+WRITERS = {"verl": write_verl, "trl": write_trl, "wandb": write_wandb, "trl-console": write_trl_console}
+NAMES = {"verl": "run{n}.log", "trl": "run{n}/trainer_state.json", "wandb": "run{n}.csv",
+         "trl-console": "run{n}-console.log"}
 
 
 def _two_runs(folder: Path, shape: str, sigma: float, noise: float, fmt: str = "verl", sizes=(512, 8192)):
@@ -47,7 +49,7 @@ def test_two_runs_recover_the_noise_scale_within_10_percent(tmp_path, shape, sig
     assert top["s_min"] == pytest.approx(inverse(top["reward"]), rel=0.10)
 
 
-@pytest.mark.parametrize("fmt", ["trl", "wandb"])
+@pytest.mark.parametrize("fmt", ["trl", "wandb", "trl-console"])
 def test_trl_and_wandb_logs_fit_alike(tmp_path, fmt):
     runs = [read_reward_run(a) for a in _two_runs(tmp_path, "exponential", 0.01, 2048, fmt)]
     assert fit_runs(runs)["noise_scale"] == pytest.approx(2048, rel=0.10)
