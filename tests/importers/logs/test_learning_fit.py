@@ -16,8 +16,15 @@ from twin.errors import InputError
 from twin.importers.logs.learning import fit_runs, read_reward_run
 
 sys.path.insert(0, str(Path(__file__).parent))
-from synthetic_learning import (  # noqa: E402
-    SHAPES, rewards, steps_for, write_trl, write_trl_console, write_verl, write_wandb)
+from synthetic_learning import (
+    SHAPES,
+    rewards,
+    steps_for,
+    write_trl,
+    write_trl_console,
+    write_verl,
+    write_wandb,
+)
 
 WRITERS = {"verl": write_verl, "trl": write_trl, "wandb": write_wandb, "trl-console": write_trl_console}
 NAMES = {"verl": "run{n}.log", "trl": "run{n}/trainer_state.json", "wandb": "run{n}.csv",
@@ -83,7 +90,7 @@ def test_the_cli_writes_a_learning_section_a_scenario_reads(tmp_path, capsys):
     learning = Learning.model_validate(section)
     assert learning.noise_scale == json.loads(js.read_text())["learning"]["noise_scale"]
     assert learning.noise_scale == pytest.approx(4096, rel=0.1) and not learning.assumed
-    s_min, n = learning.at_target((learning.levels[0].reward + learning.levels[1].reward) / 2)
+    s_min, _ = learning.at_target((learning.levels[0].reward + learning.levels[1].reward) / 2)
     assert learning.levels[0].s_min < s_min < learning.levels[1].s_min
 
 

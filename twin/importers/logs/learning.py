@@ -50,7 +50,7 @@ class RewardRun:
 
 def _canonical(key: str) -> str:
     key = key.strip()
-    return key[6:] if key.startswith("train/") else key
+    return key.removeprefix("train/")
 
 
 def _pick(values: dict, keys: tuple[str, ...], reward_key: str | None) -> tuple[str, object] | None:
