@@ -34,6 +34,16 @@ def curve():
     return twin.scale("grpo-8b-disaggregated", SMALL, gpus="16,32", workers=1)
 
 
+@pytest.fixture(scope="module")
+def plan():
+    return twin.plan_budget("grpo-8b-disaggregated", SMALL, gpus=16, top=3, workers=1)
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return twin.sweep("grpo-8b-disaggregated", SMALL, grid=["placement.rollout.gpus=8,16"], workers=1)
+
+
 def _external_references(page: str) -> list[str]:
     """Anything the page would fetch: src/href to a URL, a stylesheet import, a script."""
     refs = re.findall(r'(?:src|href)\s*=\s*["\']([^"\'#][^"\']*)', page)
@@ -67,6 +77,17 @@ def test_scale_page_names_the_threshold_and_each_binding_link(curve):
     for p in curve.points:
         assert f"binding: {p.binding_link}" in page or p.report is None
     assert _external_references(page) == []
+
+
+def test_plan_and_sweep_pages_show_every_row(plan, grid):
+    page = plan.to_html()
+    for r in plan.ranked:
+        assert f"#{r.rank} {r.placement_words}" in page or r.rank > 3
+    assert "Assumed" in page and _external_references(page) == []
+    page = grid.to_html()
+    assert page.count("<svg") == 1 and "rollout.gpus=16" in page and _external_references(page) == []
+    assert len(plan.to_frame()) == len(plan.ranked) and list(grid.to_frame().columns[:1]) == ["placement.rollout.gpus"]
+    assert "\n" not in repr(plan)
 
 
 def test_notebook_views(report, curve):
@@ -127,10 +148,11 @@ def test_the_browser_check_catches_a_console_error(tmp_path):
 
 
 @needs_browser
-@pytest.mark.parametrize("which", ["run", "scale"])
-def test_pages_render_in_chromium_without_console_messages(which, report, curve, tmp_path):
+@pytest.mark.parametrize("which", ["run", "scale", "plan", "sweep"])
+def test_pages_render_in_chromium_without_console_messages(which, request, tmp_path):
+    result = request.getfixturevalue({"run": "report", "scale": "curve", "plan": "plan", "sweep": "grid"}[which])
     page = tmp_path / f"{which}.html"
-    page.write_text((report if which == "run" else curve).to_html())
+    page.write_text(result.to_html())
     shot = tmp_path / f"{which}.png"
     assert console_messages(page) == []
     assert console_messages(page, shot) == []

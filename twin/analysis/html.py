@@ -95,6 +95,12 @@ def page(title: str, lead: str, sections: Sequence[tuple[str, str]]) -> str:
             f"{fragment(title, lead, sections)}</body></html>\n")
 
 
+def _assumed(data) -> str:
+    """What a report's figures assumed (twin.analysis.assumptions), as the text prints it."""
+    rows = data.assumptions if data is not None else []
+    return _pre("\n".join(f"{a['field']} = {a['value']}: {a['note']}" for a in rows)) if rows else ""
+
+
 def _caveats(trust: list[dict[str, Any]] | None) -> str:
     """The validation sources nearest to the scenario, and the twin's error there (item: trust)."""
     if not trust:
@@ -288,8 +294,10 @@ def scale_html(result, *, whole: bool = True) -> str:
             else f"scaling efficiency stays at or above {result.threshold:g} at every size")
     trust = next((p.report.trust for p in result.points if p.report is not None and getattr(p.report, "trust", None)),
                  None)
+    first = next((p.report for p in result.points if p.report is not None), None)
     sections = [("Scaling curve", _scale_chart(plt, result) + _caveats(trust)),
-                ("The table (as twin scale prints it)", _pre(result.render()))]
+                ("The table (as twin scale prints it)", _pre(result.render())),
+                ("Assumed (at the smallest size that ran; change any with --set)", _assumed(first))]
     return (page if whole else fragment)(f"twin scale: {result.scenario_name}", lead, sections)
 
 
@@ -302,7 +310,7 @@ def _ranking_chart(plt, result) -> str:
             color=[colors[r.binding.link if r.binding else "none"] for r in rows])
     for link, c in colors.items():
         ax.bar([0], [0], color=c, label=f"binding: {link}")
-    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_xlabel(result._by())
     ax.set_title(f"The plan's ranking on {result.budget_gpus} GPUs", loc="left")
     return _svg(fig)
@@ -314,7 +322,8 @@ def plan_html(result, *, whole: bool = True) -> str:
     best = result.best
     lead = f"best: {best.placement_words} — {best.report.useful_trajectories_per_hour:,.0f} useful trajectories/h"
     sections = [("Ranking", _ranking_chart(plt, result) + _caveats(getattr(best.report, "trust", None))),
-                ("The table (as twin plan prints it)", _pre(result.render()))]
+                ("The table (as twin plan prints it)", _pre(result.render())),
+                ("Assumed (by the best; change any with --set)", _assumed(best.report))]
     return (page if whole else fragment)(f"twin plan: {result.scenario_name}", lead, sections)
 
 
@@ -324,12 +333,12 @@ def _sweep_chart(plt, result) -> str:
         return ""
     fig, ax = plt.subplots(figsize=(7.5, 0.3 * len(ok) + 1.0))
     colors = _colors(r["binding_link"] for r in ok)
-    labels = [", ".join(f"{p.rsplit('.', 1)[-1]}={r[p]}" for p in result.grid) for r in ok][::-1]
+    labels = [", ".join(f"{'.'.join(p.split('.')[-2:])}={r[p]}" for p in result.grid) for r in ok][::-1]
     ax.barh(labels, [r["useful_trajectories_per_hour"] for r in ok][::-1],
             color=[colors[r["binding_link"]] for r in ok][::-1])
     for link, c in colors.items():
         ax.bar([0], [0], color=c, label=f"binding: {link}")
-    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_xlabel("useful trajectories / h")
     ax.set_title("Each combination of the grid", loc="left")
     return _svg(fig)

@@ -9,7 +9,7 @@ from twin.analysis.learning import describe as describe_learning
 from twin.analysis.learning import effect_text
 from twin.analysis.pricing import cost_line
 from twin.analysis.report import LinkRow, ReportData
-from twin.analysis.run import change_text
+from twin.analysis.run import change_text, tie_text
 
 BAR = 30
 
@@ -91,6 +91,9 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report.bottleneck)]
+    if report.trust:
+        lines += ["", "How far to trust this (the twin against published runs like this one):"]
+        lines += [f"  {t['text']}" for t in report.trust]
     if report.assumptions:
         lines += ["", "Assumed (what moves these figures most; change any with --set):"]
         for a in report.assumptions:
@@ -119,6 +122,8 @@ def run_lines(report: ReportData) -> list[str]:
                              f"{w['mean_response_tokens']:14,.0f}  {w['binding_link']}")
         for change in run["binding_changes"]:
             lines.append("  " + change_text(change))
+        for tie in run.get("binding_ties", []):
+            lines.append("  " + tie_text(tie))
     for t in report.time_to or []:
         target = f"{t['target']:,.0f} {t['what']}"
         if t["training_step"] is None:

@@ -21,6 +21,7 @@ from twin.analysis import run as whole_run
 from twin.analysis.assumptions import assumptions
 from twin.analysis.faults import faults_report
 from twin.analysis.learning import learning_report, mean_lag
+from twin.analysis.trust import nearest
 from twin.config.scenario import resolved_dict
 from twin.config.warnings import warnings
 from twin.cost.memory import GiB, memory_report
@@ -101,6 +102,9 @@ class ReportData(_Section):
     time_to_target_s: float | None = Field(default=None, description="Steps to the target × seconds per step "
                                            "(learning.time_to_target_s; None where the step size diverges).")
     time_to: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
+    trust: list[dict[str, Any]] = Field(default_factory=list,
+                                        description="The validation sources nearest to the scenario and the twin's "
+                                                    "error there (twin.analysis.trust).")
     cost: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
                                         description="Money at --gpu-hour-price: per step, per 1,000 useful "
                                                     "trajectories, per run (twin.analysis.pricing).")
@@ -182,6 +186,7 @@ def build_report(result: SimResult, straggled: SimResult | None = None, slow: Sl
     ``slow`` (the ``faults`` section's stragglers; None: nothing runs slower)."""
     util = metrics.utilization(result)
     figures = whole_run.step_figures(result)
+    scenario = resolved_dict(result.scenario)
     memory = {
         m.role: {"used_gib": _r(m.used_bytes / GiB), "capacity_gib": _r(m.capacity_bytes / GiB),
                  "headroom_gib": _r(m.headroom_bytes / GiB), "fits": m.fits}
@@ -208,11 +213,12 @@ def build_report(result: SimResult, straggled: SimResult | None = None, slow: Sl
         "dropped": dict(sorted(result.dropped.items())),
         "gpus": dict(result.gpus),
         "simulated_s": _r(result.wall_s),
-        "scenario": resolved_dict(result.scenario),
+        "scenario": scenario,
         "plan": result.plan.summary(),
         "warnings": warnings(result.plan),
         "assumptions": assumptions(result.plan),
         "faults": rounded(faults_report(result, straggled, slow)),
+        "trust": nearest(scenario),
         **_learning(result, metrics.step_time(result)),
     })
 

@@ -270,6 +270,8 @@ class ScaleResult(Views):
             lines.append(f"  scaling efficiency stays at or above {self.threshold:g} (--threshold) at every size")
         if any(p.report for p in self.points):
             lines.append(bind_line(self.failures_bind_at))
+            first = next(p.report for p in self.points if p.report)
+            lines += [f"  how far to trust this: {t['text']}" for t in first.trust[:1]]
         return "\n".join(lines)
 
 
