@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from twin.analysis.learning import effect, effective_noise, learning_report, steps_fixed_lr, steps_retuned
+from twin.analysis.learning import (
+    effect,
+    effective_noise,
+    learning_report,
+    steps_fixed_lr,
+    steps_retuned,
+)
 from twin.config.learning import Learning
 from twin.errors import InputError
 

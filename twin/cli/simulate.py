@@ -8,6 +8,7 @@ import sys
 
 from twin import runner
 from twin.analysis.check import check_report, render_check
+from twin.analysis.learning import effect_text
 from twin.analysis.render import gain_text, pressure_note, render_estimate
 from twin.analysis.run import parse_until
 from twin.analysis.pricing import check_price
@@ -166,7 +167,7 @@ def _whatif_table(plan, base, rows: list[dict], asked, tried: set[str]) -> str:
             continue
         band = f"{row['noise'] * 100:.1f}%" if row.get("noise") is not None else "-"
         lines.append(f"  {row['description']:62s} {gain_text(row, 12)} {row['step_time_s']:9.1f} "
-                     f"{row['useful_trajectories_per_hour']:11,.0f} {band:>6s}{pressure_note(row, rows)}")
+                     f"{row['useful_trajectories_per_hour']:11,.0f} {band:>6s}{pressure_note(row, rows)}{effect_text(row)}")
     for pressure in asked:
         if pressure.name not in tried:  # its lever is already pulled in this scenario
             lines.append(f"  {pressure.describe(plan):62s} {pressure.absent}")
