@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from twin.cli.common import Command, emit, executor_args, interrupted, outputs_for, scenario_args
-from twin.cli.progress import count_printer
+from twin import runner
+from twin.cli.progress import compile_notice, count_printer
 from twin.errors import InputError
 from twin.studies.executors import Interrupted
 from twin.studies.planner import EXHAUSTIVE_LIMIT, MAX_STALENESS, OBJECTIVES, plan_budget
@@ -50,6 +51,7 @@ def _plan(args) -> int:
     outputs = outputs_for(args)
     outputs.add("--out", args.out)
     try:
+        compile_notice(runner.plan(args.scenario, args.overrides))
         with count_printer("twin plan", after_s=0.0, parts=10) as progress:
             result = plan_budget(args.scenario, args.overrides, gpus=args.gpus, max_staleness=args.max_staleness,
                                  vary=args.vary, objective=args.objective, gpu_hour_price=args.gpu_hour_price,
@@ -95,6 +97,7 @@ def _scale_parser(sub) -> None:
 def _scale(args) -> int:
     outputs = outputs_for(args)
     try:
+        compile_notice(runner.plan(args.scenario, args.overrides))
         with count_printer("twin scale", after_s=0.0, parts=10) as progress:
             result = scale(args.scenario, args.overrides, gpus=args.gpus, replan=args.replan,
                            scale_batch=args.scale_batch, threshold=args.threshold,
@@ -135,6 +138,7 @@ def _sweep(args) -> int:
     if args.parquet_path:
         require_pyarrow()
     try:
+        compile_notice(runner.plan(args.scenario, args.overrides))
         with count_printer("twin sweep", after_s=0.0, parts=10) as progress:
             result = sweep(args.scenario, args.overrides, grid=args.grid, workers=args.workers, executor=args.executor,
                            ray_address=args.ray_address, progress=progress)
