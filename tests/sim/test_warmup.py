@@ -26,7 +26,7 @@ def test_nothing_is_missing_once_the_parts_ran(plan):
 
 
 def test_a_missing_part_is_said_with_an_estimate_and_progress(plan, monkeypatch):
-    monkeypatch.setattr(warmup, "missing", lambda plan: ["small", "peek"])
+    monkeypatch.setattr(warmup, "missing", lambda plan: ["small", "interrupt"])
     out = io.StringIO()
     warmup.prepare(plan, out, processes=1)
     lines = out.getvalue().splitlines()
@@ -36,7 +36,7 @@ def test_a_missing_part_is_said_with_an_estimate_and_progress(plan, monkeypatch)
 
 
 def test_parts_compile_in_forked_processes(plan, monkeypatch):
-    monkeypatch.setattr(warmup, "missing", lambda plan: ["small", "interrupt"])
+    monkeypatch.setattr(warmup, "missing", lambda plan: ["interrupt", "small"])
     out = io.StringIO()
     warmup.prepare(plan, out, processes=2)
     assert "2 of 2 parts" in out.getvalue().splitlines()[-1]
