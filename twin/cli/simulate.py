@@ -84,7 +84,7 @@ def _run(args) -> int:
         check_price(args.gpu_hour_price)
     plan = runner.prepare(source, args.overrides)
     warn(plan)
-    compile_notice()
+    compile_notice(plan)
     if args.sample_steps is not None:
         return _sample_steps(args, plan, outputs)
     with progress_printer(plan.run.steps) as progress:
@@ -135,7 +135,7 @@ def _whatif(args) -> int:
     plan = runner.prepare(args.scenario, args.overrides)
     warn(plan)
     asked = resolve_pressures(args.pressures)  # reject unknown names before simulating anything
-    compile_notice()
+    compile_notice(plan)
     base = runner.simulate(plan)
     with count_printer("re-simulating each pressure") as counted:
         rows = [row.to_dict() for row in sensitivity(base, args.pressures, progress=counted,
