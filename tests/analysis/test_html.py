@@ -88,6 +88,8 @@ def test_plan_and_sweep_pages_show_every_row(plan, grid):
     assert page.count("<svg") == 1 and "rollout.gpus=16" in page and _external_references(page) == []
     assert len(plan.to_frame()) == len(plan.ranked) and list(grid.to_frame().columns[:1]) == ["placement.rollout.gpus"]
     assert "\n" not in repr(plan)
+    # the JSON names the validation sources too
+    assert plan.to_dict()["trust"] == plan.best.report.trust and plan.to_dict()["trust"]
 
 
 def test_notebook_views(report, curve):
