@@ -106,6 +106,15 @@ def test_notebook_views(report, curve):
     assert "\n" not in repr(report) and len(repr(report)) < 200
 
 
+def test_without_matplotlib_a_notebook_shows_the_text(monkeypatch, report, curve):
+    import twin.runner
+
+    monkeypatch.setattr(twin.runner, "available", lambda: False)
+    monkeypatch.setattr(html_report, "available", lambda: False)
+    assert report._repr_html_().startswith("<pre>Scenario grpo-8b-disaggregated")
+    assert curve._repr_html_().startswith("<pre>Scaling grpo-8b-disaggregated")
+
+
 def test_without_matplotlib_the_cli_says_what_to_install(monkeypatch, capsys, tmp_path):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
