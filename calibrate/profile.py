@@ -12,7 +12,6 @@ memory bandwidth is the best copy rate measured. Provenance and each ``source`` 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ import yaml
 from calibrate import fit
 from calibrate.env import Target
 from calibrate.errors import CalibrationError
+from calibrate.outputs import write_profile
 from calibrate.store import Row, Store
 from calibrate.suites import parse_params
 
@@ -351,6 +351,4 @@ def write_yaml(path: Path, data: dict) -> None:
     """Validate, then write atomically (a failure never leaves half a profile)."""
     validate(data)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True))
-    os.replace(tmp, path)
+    write_profile(path, yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True))

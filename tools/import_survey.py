@@ -72,7 +72,7 @@ def runs(root: Path, rule: Rule, scratch: Path) -> list[Path]:
             if rule.must and not re.search(rule.must, text):
                 continue
             if rule.usage:
-                found.extend(_usage_scripts(path, text, scratch))
+                found.extend(_usage_scripts(path, text, path.parent / "_usage"))
             else:
                 found.append(path)
     return sorted(set(found))
@@ -80,7 +80,8 @@ def runs(root: Path, rule: Rule, scratch: Path) -> list[Path]:
 
 def _usage_scripts(path: Path, text: str, scratch: Path) -> list[Path]:
     """The launch commands a TRL example's docstring shows (`accelerate launch ... script.py
-    --flag ...`, continued lines joined), each as a script of its own."""
+    --flag ...`, continued lines joined), each as a script of its own beside the example (in
+    the extracted copy, so that the accelerate configs it names are in its tree)."""
     out = []
     doc = text.split('"""')[1] if text.count('"""') >= 2 else ""
     doc = re.sub(r"\\\n", " ", doc)

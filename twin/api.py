@@ -13,7 +13,8 @@ name (``twin.studies.verdict.PRESSURES``), ``"path=value[,path=value…]"``, or 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from twin import runner
@@ -27,6 +28,19 @@ __all__ = ["Report", "simulate", "whatif"]
 
 def _overrides(kwargs: dict[str, Any]) -> dict[str, Any]:
     return arguments.keyword_overrides(kwargs)
+
+
+@contextlib.contextmanager
+def _keywords_named() -> Iterator[None]:
+    """An error about an override given as a keyword says ``override run.steps=...``, not a
+    ``--set`` nobody typed."""
+    try:
+        yield
+    except InputError as exc:
+        if not (exc.file or "").startswith("--set "):
+            raise
+        raise InputError(exc.problem, file="override " + exc.file[len("--set "):], field=exc.field,
+                         value=exc.value, allowed=exc.allowed) from None
 
 
 def _check_common(scenario: Any, workers: Any, progress: Any = None) -> None:
@@ -48,7 +62,8 @@ def simulate(scenario: Source = None, *, progress: Progress | None = None, verdi
     """
     _check_common(scenario, workers, progress)
     arguments.flag(verdict, "verdict")
-    report = runner.run(scenario, _overrides(overrides), progress=progress)
+    with _keywords_named():
+        report = runner.run(scenario, _overrides(overrides), progress=progress)
     return report.with_verdict(judge(report, workers=workers)) if verdict else report
 
 
@@ -64,5 +79,6 @@ def whatif(scenario: Source = None, pressures: Iterable[str | dict[str, Any]] | 
     arguments.flag(noise, "noise")
     pressures = arguments.items(pressures, "pressures", (str, dict),
                                 "a list of pressure names, 'path=value' strings or dicts of paths to values")
-    base = runner.run(scenario, _overrides(overrides))
+    with _keywords_named():
+        base = runner.run(scenario, _overrides(overrides))
     return [row.to_dict() for row in sensitivity(base, pressures, workers, noise=noise)]

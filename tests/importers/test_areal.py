@@ -10,7 +10,7 @@ def test_experiment_yaml_imports_and_checks(fx, twin_import, twin_check):
     assert data["model"] == "qwen2.5-1.5b"
     assert p["mode"] == "async" and a["staleness"] == 2 and a["partial_rollout"] is True
     assert p["rollout"]["gpus"] == 4 and p["trainer"]["gpus"] == 4
-    assert p["rollout"]["max_num_seqs"] == 64  # 256 concurrent rollouts over 4 servers
+    assert p["rollout"]["max_num_seqs"] == 256  # 256 concurrent rollouts of 4 samples each over 4 servers
     assert p["rollout"]["gpu_memory_utilization"] == 0.8
     assert (a["prompts_per_step"], a["responses_per_prompt"]) == (256, 4)
     assert data["workload"]["response_tokens"]["max"] == 1024

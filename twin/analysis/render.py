@@ -9,7 +9,7 @@ from twin.analysis.learning import describe as describe_learning
 from twin.analysis.learning import effect_text
 from twin.analysis.pricing import cost_line
 from twin.analysis.report import LinkRow, ReportData
-from twin.analysis.run import change_text
+from twin.analysis.run import change_text, tie_text
 
 BAR = 30
 
@@ -122,6 +122,8 @@ def run_lines(report: ReportData) -> list[str]:
                              f"{w['mean_response_tokens']:14,.0f}  {w['binding_link']}")
         for change in run["binding_changes"]:
             lines.append("  " + change_text(change))
+        for tie in run.get("binding_ties", []):
+            lines.append("  " + tie_text(tie))
     for t in report.time_to or []:
         target = f"{t['target']:,.0f} {t['what']}"
         if t["training_step"] is None:

@@ -6,11 +6,13 @@ import argparse
 
 from twin.cli.common import Command, emit, executor_args, html_arg, interrupted, outputs_for, price_arg, scenario_args
 from twin.cli.progress import count_printer
+from twin.cli.streams import say
 from twin.errors import InputError
 from twin.studies.executors import Interrupted
 from twin.studies.planner import EXHAUSTIVE_LIMIT, MAX_STALENESS, OBJECTIVES, plan_budget
 from twin.studies.scaling import DEFAULT_THRESHOLD, scale
 from twin.studies.sweeps import require_pyarrow, sweep
+from twin.studies.sweeps import size as sweep_size
 
 
 def _plan_parser(sub) -> None:
@@ -148,6 +150,10 @@ def _sweep(args) -> int:
                          allowed="a file path for --csv or for --json")
     if args.parquet_path:
         require_pyarrow()
+    combinations = sweep_size(args.grid)
+    if combinations > LARGE_SWEEP:
+        say(f"twin: warning: {combinations:,} combinations: each is checked, then simulated (seconds each, "
+            f"spread over the workers); the progress line gives the time left. Fewer --grid values answer sooner")
     try:
         with count_printer("twin sweep", after_s=0.0, parts=10) as progress:
             result = sweep(args.scenario, args.overrides, grid=args.grid, workers=args.workers, executor=args.executor,
@@ -159,6 +165,8 @@ def _sweep(args) -> int:
                    "--html": result.to_html() if args.html else None}, result.render)
     return 0
 
+
+LARGE_SWEEP = 2_000  # combinations above which a sweep says, before starting, that it will take long
 
 COMMANDS = [Command("plan", _plan_parser, _plan), Command("scale", _scale_parser, _scale),
             Command("sweep", _sweep_parser, _sweep)]

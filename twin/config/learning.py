@@ -81,6 +81,7 @@ class Learning(Strict):
         if any(b <= a for a, b in zip(rewards, rewards[1:])):
             raise InputError("learning.levels must be in ascending reward, each once", field="learning.levels",
                              value=rewards, allowed="levels as twin fit --learning writes them")
+        self.at_target()  # a target outside the fitted levels is refused when the scenario is read
         return self
 
     @property

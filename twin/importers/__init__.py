@@ -49,6 +49,8 @@ def import_files(framework: str, files: Sequence[str | Path],
     token = shell.ENVIRONMENT.set(dict(os.environ) if env is None else dict(env))
     try:
         result = imp.run(paths, _model_overridden(overrides))
+    except InputError as exc:
+        raise _wrong_importer(exc, imp, paths) from None
     finally:
         shell.ENVIRONMENT.reset(token)
     names = ", ".join(p.name for p in paths)
@@ -59,6 +61,39 @@ def import_files(framework: str, files: Sequence[str | Path],
     scenario = {"name": _name(paths[0]), "description": text, **result.scenario}
     result.scenario = scenario
     return result
+
+
+# What each framework's files say of themselves, for "this looks like X's config".
+SIGNS = {"verl": r"actor_rollout_ref|verl\.trainer", "nemo_rl": r"^policy:|run_grpo|nemo_rl",
+         "openrlhf": r"openrlhf\.cli|--pretrain\b", "areal": r"allocation_mode|areal\.|^gconfig:",
+         "trl": r"num_generations|\bGRPOConfig\b|trl vllm-serve|use_vllm"}
+
+
+def looks_like(paths: Sequence[Path]) -> str | None:
+    """The framework whose signs the files carry most (their first 64 KiB), or None."""
+    import re
+
+    text = ""
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                text += handle.read(65536).decode(errors="replace")
+        except OSError:
+            continue
+    scores = {name: len(re.findall(sign, text, re.M)) for name, sign in SIGNS.items()}
+    best = max(scores, key=scores.get)
+    return best if scores[best] else None
+
+
+def _wrong_importer(exc: InputError, imp: Importer, paths: Sequence[Path]) -> InputError:
+    """``exc``, saying which framework the files look like when that is not the one asked for."""
+    other = looks_like(paths)
+    if other is None or other == imp.name or exc.problem.startswith(("the value", "not a")):
+        return exc
+    title = IMPORTERS[other].title
+    return InputError(f"{exc.problem} (the input looks like a {title} config: try `twin import "
+                      f"{other.replace('_', '-')}`)", file=exc.file, field=exc.field, value=exc.value,
+                      allowed=exc.allowed)
 
 
 def _not_a_file(path: Path) -> str:

@@ -282,12 +282,22 @@ def _prefixes(key: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
+_YAML_WORDS = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False,
+               "null": None, "~": None}
+
+
 def _scalar(text: str) -> Any:
-    """A command-line value as YAML would read it (numbers, booleans, null, lists)."""
+    """A command-line value as YAML would read it (numbers, booleans, null, lists); the common
+    shapes (a decimal integer, a word) without the YAML parser, which costs a millisecond."""
     from twin.config.io import load_yaml
 
+    plain = text.strip()
+    if re.fullmatch(r"-?(0|[1-9][0-9]{0,17})", plain):
+        return int(plain)
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9_./-]*", plain):
+        return _YAML_WORDS.get(plain.lower(), plain) if plain.lower() in _YAML_WORDS else plain
     try:
-        return load_yaml(text) if text.strip() else ""
+        return load_yaml(text) if plain else ""
     except Exception:  # noqa: BLE001 - anything YAML refuses stays text
         return text
 
@@ -366,6 +376,8 @@ def named_file(name: str, named_by: Path, field: str, what: str, bases: Iterable
     naming file's folder, then each of ``bases``, then the current folder; None when it is not
     there. A name that leads outside the config's tree (:func:`tree_root`) is refused: nothing
     outside it is opened."""
+    if "\x00" in name:  # a part the script leaves to the environment: no file to look at
+        return None
     root = tree_root(named_by)
     ref = Path(name).expanduser()
     for base in [named_by.parent, *bases, Path.cwd()]:
@@ -453,13 +465,13 @@ def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Pat
             return str((path / "config.json").resolve())
         if path.is_file() and path.suffix == ".json":
             return str(path.resolve())
-    if lookup(ref):  # the catalog knows it, or a base it is named after
-        return ref  # resolved (with a note of what it assumed) when the scenario is read
     looks_hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", ref) is not None and not Path(ref).exists()
     if not looks_hub and "/" in ref.rstrip("/"):
         named = _named_by_folder(ref.rstrip("/").rpartition("/")[2], b, why=f"{ref} is not here")
         if named:
             return named
+    if lookup(ref):  # the catalog knows it, or a base it is named after
+        return ref  # resolved (with a note of what it assumed) when the scenario is read
     problem = ("a hub id without a built-in preset" if looks_hub else
                "no model folder with a config.json there")
     raise InputError(problem, file=file, field=key, value=ref, allowed=fix)

@@ -56,10 +56,20 @@ class Script:
         return value if value is not None else self.env.get(name)
 
 
+# A marker's text must stay one word through shlex: its spaces and punctuation are kept as
+# private-use characters and given back by unresolved().
+_HIDE = str.maketrans({c: chr(0xE000 + i) for i, c in enumerate(" \t|&;()<>'\"\\#$`")})
+_SHOW = {ord(v): k for k, v in _HIDE.items()}
+
+
+def _hide(text: str) -> str:
+    return text.translate(_HIDE)
+
+
 def unresolved(value: str) -> str | None:
     """The variable (or ``$(...)``) a value depends on that the script leaves unset, if any."""
     if UNSET in value:
-        return value.split(UNSET, 1)[1].split("\x00", 1)[0]
+        return value.split(UNSET, 1)[1].split("\x00", 1)[0].translate(_SHOW)
     return None
 
 
@@ -168,7 +178,7 @@ _VAR_IN_ARITH = re.compile(r"\$\{?(" + _NAME + r")\}?|\b(" + _NAME + r")\b")
 def _arith(expr: str, script: Script) -> str:
     """bash integer arithmetic on literals and variables; a marker when it cannot be done
     (or would leave bash's 64 bits)."""
-    marker = f"{UNSET}$(({expr.strip()[:40]}))\x00"
+    marker = f"{UNSET}{_hide('$((' + expr.strip()[:40] + '))')}\x00"
     if len(expr) > MAX_ARITH_CHARS:
         return marker
 
@@ -256,7 +266,7 @@ def _dollar(line: str, i: int, script: Script, quoted: bool, depth: int) -> tupl
         return _arith(line[i + 3:j], script), k + 1
     if line.startswith("$(", i):
         j = _close(line, i + 2, "(", ")")
-        return f"{UNSET}$({line[i + 2:j].strip()[:40]})\x00", j + 1
+        return f"{UNSET}{_hide('$(' + line[i + 2:j].strip()[:40] + ')')}\x00", j + 1
     m = _ARRAY.match(line, i)
     if m:
         joined = " ".join(shlex.quote(x) for x in script.arrays.get(m.group(1), []))
@@ -328,7 +338,7 @@ class _Flow:
                 i += 3 if words[i + 2] == "in" else 2
                 continue
             j = i
-            end = words.index("]]", i) if words[i] == "[[" and "]]" in words[i:] else i
+            end = words.index("]]", i) if words[i] == "[[" and "]]" in words[i:] else -1
             while j < n and (j <= end or words[j] not in CONNECTORS):
                 j += 1
             if not (connector == "&&" and self.status != 0) and not (connector == "||" and self.status == 0):

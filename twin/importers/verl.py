@@ -38,7 +38,11 @@ def _config_file(script: Path, module: str | None, config_path: str | None, name
     beside the script, then beside the entry module (``verl/trainer/config``, a recipe's
     ``config``) in the checkout; (None, why) when it is not inside the config's tree."""
     file = f"{name.removesuffix('.yaml')}.yaml"
-    folders = [config_path] if config_path and shell.UNSET not in config_path else []
+    if config_path and shell.UNSET in config_path:
+        # "$PROJECT_DIR/examples/x/config": the part after the environment's folder, from the checkout
+        tail = config_path.rpartition("\x00")[2].lstrip("/")
+        config_path = tail if tail and shell.UNSET not in tail else None
+    folders = [config_path] if config_path else []
     if module and "." in module and not module.endswith(".py"):
         package = module.rsplit(".", 1)[0].replace(".", "/")
         folders += [f"{package}/{config_path or 'config'}", f"{package.removeprefix('recipe/')}/{config_path or 'config'}"]

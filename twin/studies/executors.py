@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from twin import runner
 from twin.analysis.report import ReportData
+from twin.config.io import load_json
 from twin.errors import InputError
 
 EXECUTORS = ("local", "ray")
@@ -234,6 +235,12 @@ def _worker_signals(mask: set) -> None:
 
 
 # ----------------------------------------------------------------------------- checkpoints
+def _digest(report: object) -> str:
+    """The hash a checkpoint line carries of its report: a line whose report was damaged or
+    edited (a NaN, a missing field) no longer matches it and is simulated again."""
+    return hashlib.sha256(json.dumps(report, sort_keys=True, allow_nan=True).encode()).hexdigest()[:16]
+
+
 def scenario_hash(data: dict) -> str:
     """A short hash of a scenario's data (canonical JSON): which scenario a checkpoint is of."""
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -243,9 +250,10 @@ class Journal:
     """A JSON-lines checkpoint of finished simulations, for ``twin plan --resume FILE``.
 
     The first line is ``{"twin_checkpoint": 1, "scenario_hash": H, "command": C}``; each
-    following line ``{"key": K, "report": DATA}``, written (and flushed) as each simulation
-    finishes, so a Ctrl-C or a kill loses at most the line being written (a torn last line is
-    ignored on reading). A file of another scenario (another hash, other ``--set`` values) or
+    following line ``{"key": K, "report": DATA, "digest": D}``, written (and flushed) as each
+    simulation finishes, so a Ctrl-C or a kill loses at most the line being written. A line
+    that is torn, or whose report no longer matches its digest (damaged, edited), is ignored on
+    reading: that simulation runs again. A file of another scenario (another hash, other ``--set`` values) or
     another command is refused. A file that does not exist is started."""
 
     VERSION = 1
@@ -275,8 +283,8 @@ class Journal:
             raise InputError(f"cannot read the checkpoint: {exc}", field=option, value=str(self.path),
                              allowed="a file written by an earlier --resume run") from None
         try:
-            first = json.loads(lines[0]) if lines else None
-        except json.JSONDecodeError:
+            first = load_json(lines[0]) if lines else None
+        except ValueError:  # not JSON, or nested beyond the bounded loader's depth
             first = None
         if not isinstance(first, dict) or "twin_checkpoint" not in first:
             raise InputError("not a twin checkpoint", field=option, value=str(self.path),
@@ -288,17 +296,22 @@ class Journal:
                              allowed="the same scenario and options as the interrupted run, or a new path")
         for line in lines[1:]:
             try:
-                entry = json.loads(line)
-                self.done[entry["key"]] = ReportData.model_validate(entry["report"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
-                continue  # the line a kill tore (or a damaged report): simulated again
+                entry = load_json(line)
+                key, report = entry["key"], entry["report"]
+                if not isinstance(key, str) or entry.get("digest") != _digest(report):
+                    continue
+                self.done[key] = ReportData.model_validate(report)
+            except (ValueError, KeyError, TypeError, ValidationError):
+                continue  # the line a kill tore, or a damaged or edited one: simulated again
 
     def get(self, key: str) -> ReportData | None:
+        """The report of ``key`` read from the file or added, None if it is still to simulate."""
         return self.done.get(key)
 
     def add(self, key: str, report: ReportData) -> None:
         self.done[key] = report
-        self._file.write(json.dumps({"key": key, "report": report.to_dict()}, sort_keys=True) + "\n")
+        data = report.to_dict()
+        self._file.write(json.dumps({"key": key, "report": data, "digest": _digest(data)}, sort_keys=True) + "\n")
         self._file.flush()
 
     def close(self) -> None:

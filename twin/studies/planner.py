@@ -423,7 +423,12 @@ class PlanResult(Views):
                  + (f" ({pruned})" if pruned else "") + f", {self.evaluated} simulated "
                  f"({self.search['strategy']}" + ("".join(
                      f"{', ' if i else ': '}{r['candidates']} at {r['steps']} steps"
-                     for i, r in enumerate(self.search["rungs"])) if len(self.search["rungs"]) > 1 else "") + ")"]
+                     for i, r in enumerate(self.search["rungs"])) if len(self.search["rungs"]) > 1 else "") + ")",
+                 f"  staleness searched up to {self.max_staleness} (--max-staleness {self.max_staleness})"
+                 + (": the best is at that cap, so its verdict may gain from more; raise --max-staleness to "
+                    "search further" if self.ranked and self.best.candidate.mode != "colocated"
+                    and self.best.candidate.staleness >= self.max_staleness and self.max_staleness < MAX_STALENESS
+                    else "")]
         vary = list(self.vary)
         cost, timed = self.objective == "cost", self.objective == "run_time"
         weighted = self.objective.startswith("goodput_")
@@ -434,7 +439,7 @@ class PlanResult(Views):
                   + (f" {unit + '/1k':>9s}" if cost else "") + (f" {'run (h)':>8s}" if timed else "")
                   + (f" {'goodput':>7s} {'× goodput':>11s}" if weighted else "")
                   + (f" {'steps':>7s} {'to target (h)':>13s}" if to_target else "")
-                  + f"  {'binding link (share, load)':32s} {'noise':>6s}")
+                  + f"  {'binding link (critical-path share, load)':42s} {'noise':>6s}")
         header += "".join(f"  {p}" for p in vary)
         lines.append(header)
         for r in rows:
@@ -455,7 +460,7 @@ class PlanResult(Views):
                 line += (f" {d['steps_to_target']:7,.0f} {d['time_to_target_s'] / 3600:13.2f}"
                          if d["time_to_target_s"] is not None else f" {'-':>7s} {'-':>13s}")
             noise = f"{d['noise'] * 100:.1f}%" if d["noise"] is not None else "-"
-            line += f"  {link:32s} {noise:>6s}"
+            line += f"  {link:42s} {noise:>6s}"
             line += "".join(f"  {json.dumps(r.candidate.overrides[p])}" for p in vary)
             lines.append(line)
         if len(self.ranked) > 1 and self.best.noise is not None:
@@ -615,6 +620,10 @@ def _generate(base: dict, scenario, combos: list[dict], gpus: int, max_staleness
     given = frozenset(scenario.placement.trainer.model_fields_set)  # as the user's scenario sets them
     # a colocated scenario's engines, on GPUs of their own in a separate-pool candidate
     alone = engines_on_their_own_gpus(scenario.placement.mode, scenario.placement.rollout.gpu_memory_utilization)
+    # On GPUs of its own the trainer's offload saves no memory at a pass's peak and costs host
+    # transfers around every pass (config/warnings.py _offload): a separate-pool candidate drops it.
+    alone = {**alone, **{f"placement.trainer.{flag}": False for flag in ("offload_params", "offload_optimizer")
+                         if getattr(scenario.placement.trainer, flag)}}
     for combo in combos:
         try:  # the combination's own sizes (an axis may change the node or the model)
             ctx = replace(_context(runner.load(base, {**combo, **_PROBE})), trainer_given=given)
