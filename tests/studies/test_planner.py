@@ -164,6 +164,7 @@ class _Counting(executors.LocalExecutor):
             yield item
 
 
+@pytest.mark.slow  # starts a local Ray cluster whose workers load the kernels: minutes on 2 cores
 def test_ray_gives_the_same_ranked_json_as_the_local_pool():
     ray = pytest.importorskip("ray")
     local = twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, workers=2, **PLAN16)
@@ -222,7 +223,7 @@ def test_ctrl_c_prints_the_best_so_far_and_exits_130(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--executor", "ray"], 'Ray is not installed (got \'ray\'); allowed: pip install "rltwin[ray]"'),
+    (["--executor", "ray"], 'Ray is not installed (got \'ray\'); allowed: pip install ".[ray]" from a clone of rltwin'),
     (["--ray-address", "localhost:6379"], "--ray-address only applies to --executor ray"),
 ])
 def test_executor_bad_input_is_one_line_and_exit_2(monkeypatch, capsys, args, message):

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from twin.analysis.faults import describe as describe_faults
+from twin.analysis.learning import describe as describe_learning
+from twin.analysis.learning import effect_text
+from twin.analysis.pricing import cost_line
 from twin.analysis.report import LinkRow, ReportData
 from twin.analysis.run import change_text, tie_text
 
@@ -46,8 +49,11 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
         f"({th.tokens_per_s_per_gpu:,.0f} per GPU)   {th.trajectories_per_hour:,.0f} trajectories/h",
     ]
     lines += run_lines(report)
+    lines += [cost_line(report.cost)] if report.cost else []
     goodput = describe_faults(report.faults or {})
     lines += ["", goodput] if goodput else []
+    to_target = describe_learning(report.learning)
+    lines += [to_target] if to_target else []
     lines += [
         "",
         "Where a step goes (mean seconds per step)",
@@ -83,10 +89,13 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
                 continue
             lines.append(f"  {row['description']:62s} {gain_text(row, 12)}  "
                          f"step {row['step_time_s']:.1f} s{noise_note(row, least)}"
-                         f"{pressure_note(row, verdict['marginal_gains'])}")
+                         f"{pressure_note(row, verdict['marginal_gains'])}{effect_text(row)}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report.bottleneck)]
+    if report.trust:
+        lines += ["", "How far to trust this (the twin against published runs like this one):"]
+        lines += [f"  {t['text']}" for t in report.trust]
     if report.assumptions:
         lines += ["", "Assumed (what moves these figures most; change any with --set):"]
         for a in report.assumptions:

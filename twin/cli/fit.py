@@ -143,6 +143,10 @@ def _dump(data: dict) -> str:
 
 
 def main(args) -> int:
+    from twin.cli import fit_learning
+
+    if fit_learning.wanted(args):
+        return fit_learning.main(args)
     outputs = Outputs()
     outputs.add("--json", args.json_path, stdout=True)
     outputs.add("--out", args.out)

@@ -29,6 +29,7 @@ from typing import Any, Union
 
 from twin.analysis.metrics import throughput
 from twin.analysis.report import LinkRow, ReportData
+from twin.analysis.learning import effect as learning_effect
 from twin.config.frameworks import lever_availability
 from twin.config.overrides import apply_overrides, parse_overrides, split_top_level
 from twin.config.plan import Plan
@@ -291,6 +292,7 @@ class Row:
     within_noise: bool = False
     reseeded: bool = False
     overrides: Overrides | None = field(default=None, repr=False, compare=False)  # the alternative kept
+    time_to_target: dict[str, float] | None = None  # relative change of steps, s/step, time (analysis.learning)
 
     def to_dict(self) -> dict[str, Any]:
         p = self.pressure
@@ -303,6 +305,8 @@ class Row:
             out["placement"] = self.placement
         if self.noise is not None:
             out.update(noise=self.noise, within_noise=self.within_noise, noise_reseeded=self.reseeded)
+        if self.time_to_target is not None:
+            out["time_to_target"] = self.time_to_target
         if self.not_in_framework:
             out["not_in_framework"] = self.not_in_framework
         return out
@@ -436,7 +440,7 @@ def _rows(base: Report, jobs: list[tuple[Pressure, Overrides]], reports: list[Re
             added_gpus=rep.total_gpus + _spares(rep) - base_gpus,
             placement=({"rollout_gpus": placed["rollout_gpus"], "trainer_gpus": placed["trainer_gpus"]}
                        if plan.mode.shares_gpus and placed["mode"] != plan.mode.name else None),
-            overrides=alternative,
+            overrides=alternative, time_to_target=learning_effect(base.data.learning, rep.learning),
             not_in_framework=lever_availability(plan.scenario.framework, p.name),
         )
         held = best.get(p.name)

@@ -24,12 +24,13 @@ and the key.
 from __future__ import annotations
 
 import csv
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from twin.config.io import load_json
+from twin.config.limits import MAX_CONTEXT_TOKENS
 from twin.errors import InputError, choices
 from twin.importers.logs import trl_console
 
@@ -73,6 +74,10 @@ SCALE = {
     "tokens_seen": ("num_tokens",),
 }
 KNOWN = {k for table in (RESPONSE, PROMPT, SCALE) for keys in table.values() for k in keys} | set(TIMINGS)
+RATIOS = {k for table in (RESPONSE, PROMPT) for k in table["clip_ratio"]}
+LENGTHS = {k for table in (RESPONSE, PROMPT) for role in ("mean", "max", "min") for k in table[role]}
+MAX_STEP = 10**12        # a step number beyond any run (and within a float's exact integers)
+MAX_SECONDS = 10**9      # a timing: ~30 years
 
 
 @dataclass
@@ -105,6 +110,8 @@ _NUMPY = re.compile(r"^(?:np|numpy)\.(?:float|int|uint)\d*\((.*)\)$")
 
 
 def _number(raw: object, file: Path, where: str, key: str) -> float:
+    """The logged value as a float within what the key can hold (a length within any model's
+    context, a ratio in [0, 1], a time within decades), else an InputError naming it."""
     if isinstance(raw, bool):
         raw = str(raw)
     if isinstance(raw, str):
@@ -117,12 +124,18 @@ def _number(raw: object, file: Path, where: str, key: str) -> float:
         except ValueError:
             value = None
     elif isinstance(raw, (int, float)):
-        value = float(raw)
+        value = float(raw) if not isinstance(raw, int) or abs(raw) < 2**1023 else math.inf  # 10**400: no float
     else:
         value = None
     if value is None or not math.isfinite(value) or value < 0:
         raise InputError("not a finite number >= 0", file=file, field=f"{where}: {key}", value=raw,
                          allowed="a number such as 1234.5")
+    high, what = ((1.0, "a ratio in [0, 1]") if key in RATIOS
+                  else (MAX_CONTEXT_TOKENS, f"a length of at most {MAX_CONTEXT_TOKENS:,} tokens (beyond any model's context)")
+                  if key in LENGTHS else (MAX_STEP, f"a step number up to {MAX_STEP:.0e}") if key == "step"
+                  else (MAX_SECONDS, f"seconds, at most {MAX_SECONDS:.0e}"))
+    if value > high:
+        raise InputError("out of range", file=file, field=f"{where}: {key}", value=raw, allowed=what)
     return value
 
 
@@ -187,7 +200,7 @@ def read_jsonl(path: Path) -> list[Step]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = load_json(line)  # bounded: a line nested 50,000 deep is an error, not a RecursionError
         except ValueError as exc:
             if line.lstrip().startswith("{'"):
                 raise InputError("a printed Python dict, not JSON", file=path, field=f"line {number}",
@@ -206,8 +219,6 @@ def read_jsonl(path: Path) -> list[Step]:
 
 
 def read_trl(path: Path) -> list[Step]:
-    from twin.config.io import load_json
-
     text = "".join(line for _, line in _lines(path))
     try:
         state = load_json(text)
@@ -292,7 +303,7 @@ def detect(path: Path) -> tuple[str, str]:
         if path.suffix.lower() == ".json" or '"log_history"' in first:
             return "trl", "a JSON object (a trainer_state.json)"
         try:
-            obj = json.loads(first)
+            obj = load_json(first)
         except ValueError:
             obj = None
         if isinstance(obj, dict) and isinstance(obj.get("data"), dict):
