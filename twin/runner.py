@@ -170,7 +170,8 @@ class Report:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def chrome_trace(self) -> dict[str, Any]:
-        return chrome_trace(self.result.spans)
+        r = self.result
+        return chrome_trace(r.spans, engine_steps=r.engine_steps, batches=r.batches)
 
     # ------------------------------------------------------------ views: text, page, notebook, frame
     def render(self) -> str:

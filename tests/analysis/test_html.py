@@ -88,6 +88,8 @@ def test_plan_and_sweep_pages_show_every_row(plan, grid):
     assert page.count("<svg") == 1 and "rollout.gpus=16" in page and _external_references(page) == []
     assert len(plan.to_frame()) == len(plan.ranked) and list(grid.to_frame().columns[:1]) == ["placement.rollout.gpus"]
     assert "\n" not in repr(plan)
+    # the JSON names the validation sources too
+    assert plan.to_dict()["trust"] == plan.best.report.trust and plan.to_dict()["trust"]
 
 
 def test_notebook_views(report, curve):
@@ -102,6 +104,15 @@ def test_notebook_views(report, curve):
     # a notebook's report.plan is one line, not the profiles' kilobytes
     assert "\n" not in repr(report.plan) and len(repr(report.plan)) < 200
     assert "\n" not in repr(report) and len(repr(report)) < 200
+
+
+def test_without_matplotlib_a_notebook_shows_the_text(monkeypatch, report, curve):
+    import twin.runner
+
+    monkeypatch.setattr(twin.runner, "available", lambda: False)
+    monkeypatch.setattr(html_report, "available", lambda: False)
+    assert report._repr_html_().startswith("<pre>Scenario grpo-8b-disaggregated")
+    assert curve._repr_html_().startswith("<pre>Scaling grpo-8b-disaggregated")
 
 
 def test_without_matplotlib_the_cli_says_what_to_install(monkeypatch, capsys, tmp_path):

@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from twin.analysis.learning import effect, effective_noise, learning_report, steps_fixed_lr, steps_retuned
+from twin.analysis.learning import (
+    effect,
+    effective_noise,
+    learning_report,
+    steps_fixed_lr,
+    steps_retuned,
+)
 from twin.config.learning import Learning
 from twin.errors import InputError
 
@@ -89,3 +95,14 @@ def test_levels_interpolate_and_refuse_a_target_outside():
     with pytest.raises(InputError, match="levels"):
         Learning(target=0.5).at_target(0.6)
     assert math.isfinite(Learning().at_target()[0])
+
+
+def test_a_rows_note_names_steps_only_when_they_move():
+    from twin.analysis.learning import effect_text
+
+    moved = {"time_to_target": {"steps_to_target": 0.18, "seconds_per_step": -0.26, "time_to_target": -0.13}}
+    speed_only = {"time_to_target": {"steps_to_target": 0.0, "seconds_per_step": -0.19, "time_to_target": -0.19}}
+    still = {"time_to_target": {"steps_to_target": 0.0, "seconds_per_step": 0.001, "time_to_target": 0.001}}
+    assert effect_text(moved) == "  (time to target -13%: +18% steps, -26% s/step)"
+    assert effect_text(speed_only) == "  (time to target -19%)"
+    assert effect_text(still) == "" and effect_text({}) == ""

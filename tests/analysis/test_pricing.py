@@ -70,5 +70,6 @@ def test_scale_prices_each_size(capsys):
                  *[f"--set={k}={v}" for k, v in SMALL.items()], "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["gpu_hour_price"] == 2.0 and len(data["costs"]) == 2
+    assert data["trust"] and data["trust"][0]["text"].startswith("resembles validation")
     small, large = data["costs"]
     assert large["gpus"] == 2 * small["gpus"]

@@ -139,3 +139,23 @@ def test_a_change_beyond_the_noise_band_is_still_named_once():
     assert [(c["previous"], c["link"]) for c in changes] == [("optimization", "rollout")]
     assert 90 <= changes[0]["training_step"] <= 115
     assert binding_ties(result, step_figures(result)) == []
+
+
+def test_preemptions_are_priced_in_seconds_of_the_step_and_fewer_sequences_explained():
+    """Issue 26 item 5: the KV cache's preemptions said in seconds (and share of generation),
+    with why fewer sequences is not simply faster."""
+    data = {"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 4},
+            "placement": {"mode": "colocated", "rollout": {"gpu_memory_utilization": 0.3, "max_num_seqs": 256},
+                          "trainer": {"zero_stage": 3}},
+            "algorithm": {"prompts_per_step": 32, "responses_per_prompt": 8},
+            "workload": {"prompt_tokens": {"kind": "fixed", "value": 200},
+                         "response_tokens": {"kind": "lognormal", "median": 6000, "sigma": 0.5, "max": 16384}},
+            "run": {"steps": 2, "seed": 0}}
+    report = runner.run(data)
+    counters = report.data.counters
+    assert counters["preemptions"] > 0 and counters["recompute_s_per_engine_step"] > 0
+    text = render_run(report.data)
+    share = counters["recompute_s_per_engine_step"] / report.data.breakdown["generation"]
+    assert (f"recomputed: {counters['recompute_s_per_engine_step']:,.2f} s of each engine's step ({share:.1%} of the "
+            in text)
+    assert "fewer sequences (max_num_seqs, 256 here) preempt less but decode fewer tokens an iteration" in text

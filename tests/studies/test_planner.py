@@ -164,6 +164,7 @@ class _Counting(executors.LocalExecutor):
             yield item
 
 
+@pytest.mark.slow  # starts a local Ray cluster whose workers load the kernels: minutes on 2 cores
 def test_ray_gives_the_same_ranked_json_as_the_local_pool():
     ray = pytest.importorskip("ray")
     local = twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, workers=2, **PLAN16)

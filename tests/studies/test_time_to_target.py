@@ -51,3 +51,16 @@ def test_target_needs_its_objective_and_lies_within_the_fitted_levels(capsys):
     err = capsys.readouterr().err
     assert err.startswith("twin: error:") and "learning.target" in err and "0.3..0.4" in err
     assert "Traceback" not in err
+
+
+def test_scale_batch_prices_the_time_to_target_with_and_without_retuning(tmp_path, capsys):
+    out = tmp_path / "scale.json"
+    assert main(["scale", "grpo-8b-disaggregated", "--gpus", "16,32,64", "--scale-batch", "--set", "run.steps=3",
+                 "--set", "algorithm.prompts_per_step=32", "--workers", "2", "--json", str(out)]) == 0
+    points = {p["gpus"]: p for p in json.loads(out.read_text())["points"]}
+    assert [points[g]["rollouts_per_step"] for g in (16, 32, 64)] == [256, 512, 1024]
+    own = points[32]  # the scenario's own size and batch: its learning rate was tuned there
+    assert own["time_to_target_retuned_s"] == pytest.approx(own["time_to_target_not_retuned_s"])
+    for g in (16, 64):  # any other batch: holding the learning rate costs steps
+        assert points[g]["time_to_target_not_retuned_s"] > points[g]["time_to_target_retuned_s"]
+    assert points[64]["steps_to_target"] < own["steps_to_target"] < points[16]["steps_to_target"]

@@ -131,8 +131,7 @@ def _links_chart(plt, rows) -> str:
     x = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(7, 2.8))
     ax.bar(x - 0.2, [r.critical_path_share * 100 for r in rows], 0.4, label="critical-path share", color="#3b6fd8")
-    ax.bar(x + 0.2, [(r.load or 0) * 100 for r in rows], 0.4, label="load", color="#e07b39",
-           hatch=None)
+    ax.bar(x + 0.2, [(r.load or 0) * 100 for r in rows], 0.4, label="load", color="#e07b39")
     for i, r in enumerate(rows):
         if r.load is None:
             ax.text(i + 0.2, 1, "no resource", rotation=90, fontsize=7, ha="center", va="bottom")

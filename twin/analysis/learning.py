@@ -150,9 +150,13 @@ def effect(base: dict[str, Any] | None, changed: dict[str, Any] | None) -> dict[
 
 
 def effect_text(row: dict[str, Any]) -> str:
-    """A verdict row's time-to-target note: ``  (+9% steps to target, -45% s/step: -40% time to target)``."""
+    """A verdict row's time-to-target note, the steps and seconds per step behind it only when
+    the steps move (``  (time to target -40%: +9% steps, -45% s/step)``); nothing when neither
+    moves by half a percent."""
     e = row.get("time_to_target")
-    if not e:
+    if not e or e["time_to_target"] is None:
         return ""
-    return (f"  ({e['steps_to_target'] * 100:+.0f}% steps to target, {e['seconds_per_step'] * 100:+.0f}% s/step: "
-            f"{e['time_to_target'] * 100:+.0f}% time to target)")
+    net, steps = e["time_to_target"], e["steps_to_target"]
+    if abs(steps) < 0.005:
+        return f"  (time to target {net * 100:+.0f}%)" if abs(net) >= 0.005 else ""
+    return f"  (time to target {net * 100:+.0f}%: {steps * 100:+.0f}% steps, {e['seconds_per_step'] * 100:+.0f}% s/step)"

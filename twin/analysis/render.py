@@ -19,14 +19,18 @@ def _bar(fraction: float) -> str:
     return "█" * n + "·" * (BAR - n)
 
 
-def verdict_line(bottleneck: list[LinkRow]) -> str:
-    """The binding link in one sentence, for a report without a verdict."""
+WHATIF_HINT = "twin whatif says what more of it buys"
+
+
+def verdict_line(bottleneck: list[LinkRow], whatif_hint: str = WHATIF_HINT) -> str:
+    """The binding link in one sentence, for a report without a verdict; ``whatif_hint`` says
+    where to measure what more of it buys (the CLI's command; the TUI's key)."""
     if not bottleneck:
         return "No link held the trainer up."
     top = bottleneck[0]
     load_text = f"at {top.load * 100:.0f}% load" if top.load is not None else "no resource of its own"
     state = ("binds and is saturated: more of it buys experience" if top.saturated
-             else "binds but is not saturated: it waits more than it works (twin whatif says what more of it buys)")
+             else f"binds but is not saturated: it waits more than it works ({whatif_hint})")
     return f"{top.link} {state} — {top.critical_path_share * 100:.0f}% of the critical path, {load_text}."
 
 
@@ -71,9 +75,7 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
                      f"mean {spread['mean'] * 100:.0f}%)")
     counters = report.counters
     if counters.get("preemptions"):
-        lines.append(f"  KV cache full: {counters['preemptions']:,.0f} preemptions, "
-                     f"{counters['wasted_tokens']:,.0f} tokens recomputed, "
-                     f"{counters.get('recompute_s_per_engine_step', 0.0):,.2f} s of each engine's step")
+        lines += preemption_lines(report)
     for reason, count in report.dropped.items():
         lines.append(f"  dropped {count:,} trajectories: {reason}")
     if verdict:
@@ -99,6 +101,22 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
         for a in report.assumptions:
             lines.append(f"  {a['field']} = {a['value']}: {a['note']}")
     return "\n".join(lines)
+
+
+def preemption_lines(report: ReportData) -> list[str]:
+    """What the KV cache's preemptions cost in seconds of the step, and why fewer sequences is
+    not the cure it looks: vLLM recomputes a preempted sequence's tokens in prefill, cheap per
+    token, while fewer sequences a batch slow every decode iteration."""
+    counters = report.counters
+    recompute = counters.get("recompute_s_per_engine_step", 0.0)
+    generation = (report.breakdown or {}).get("generation")
+    seqs = report.scenario["placement"]["rollout"].get("max_num_seqs")
+    share = f" ({recompute / generation:.1%} of the {generation:,.0f} s generation)" if generation else ""
+    return [f"  KV cache full: {counters['preemptions']:,.0f} preemptions, {counters['wasted_tokens']:,.0f} tokens "
+            f"recomputed: {recompute:,.2f} s of each engine's step{share}",
+            f"    (recomputed in prefill, many tokens an iteration; fewer sequences (max_num_seqs, {seqs} here) "
+            "preempt less but decode fewer tokens an iteration, which can cost more: "
+            "twin whatif --pressure placement.rollout.max_num_seqs=N prices both)"]
 
 
 def run_lines(report: ReportData) -> list[str]:

@@ -8,6 +8,7 @@ import sys
 
 from twin import runner
 from twin.analysis.check import check_report, render_check
+from twin.analysis.learning import effect_text
 from twin.analysis.render import gain_text, pressure_note, render_estimate
 from twin.analysis.run import parse_until
 from twin.analysis.pricing import check_price
@@ -83,7 +84,7 @@ def _run(args) -> int:
         check_price(args.gpu_hour_price)
     plan = runner.prepare(source, args.overrides)
     warn(plan)
-    compile_notice()
+    compile_notice(plan)
     if args.sample_steps is not None:
         return _sample_steps(args, plan, outputs)
     with progress_printer(plan.run.steps) as progress:
@@ -134,7 +135,7 @@ def _whatif(args) -> int:
     plan = runner.prepare(args.scenario, args.overrides)
     warn(plan)
     asked = resolve_pressures(args.pressures)  # reject unknown names before simulating anything
-    compile_notice()
+    compile_notice(plan)
     base = runner.simulate(plan)
     with count_printer("re-simulating each pressure") as counted:
         rows = [row.to_dict() for row in sensitivity(base, args.pressures, progress=counted,
@@ -166,7 +167,7 @@ def _whatif_table(plan, base, rows: list[dict], asked, tried: set[str]) -> str:
             continue
         band = f"{row['noise'] * 100:.1f}%" if row.get("noise") is not None else "-"
         lines.append(f"  {row['description']:62s} {gain_text(row, 12)} {row['step_time_s']:9.1f} "
-                     f"{row['useful_trajectories_per_hour']:11,.0f} {band:>6s}{pressure_note(row, rows)}")
+                     f"{row['useful_trajectories_per_hour']:11,.0f} {band:>6s}{pressure_note(row, rows)}{effect_text(row)}")
     for pressure in asked:
         if pressure.name not in tried:  # its lever is already pulled in this scenario
             lines.append(f"  {pressure.describe(plan):62s} {pressure.absent}")

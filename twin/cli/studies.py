@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import argparse
 
-from twin.cli.common import Command, emit, executor_args, html_arg, interrupted, outputs_for, price_arg, scenario_args
-from twin.cli.progress import count_printer
+from twin import runner
+from twin.cli.common import (
+    Command,
+    emit,
+    executor_args,
+    html_arg,
+    interrupted,
+    outputs_for,
+    price_arg,
+    scenario_args,
+)
+from twin.cli.progress import compile_notice, count_printer
 from twin.cli.streams import say
 from twin.errors import InputError
 from twin.studies.executors import Interrupted
-from twin.studies.planner import EXHAUSTIVE_LIMIT, MAX_STALENESS, OBJECTIVES, plan_budget
+from twin.studies.planner import (
+    EXHAUSTIVE_LIMIT,
+    MAX_STALENESS,
+    OBJECTIVES,
+    plan_budget,
+)
 from twin.studies.scaling import DEFAULT_THRESHOLD, scale
 from twin.studies.sweeps import require_pyarrow, sweep
 from twin.studies.sweeps import size as sweep_size
@@ -62,6 +77,7 @@ def _plan(args) -> int:
                              allowed="--objective time_to_target --target R")
         args.overrides = [*args.overrides, f"learning.target={args.target!r}"]
     try:
+        compile_notice(runner.plan(args.scenario, args.overrides))
         with count_printer("twin plan", after_s=0.0, parts=10) as progress:
             result = plan_budget(args.scenario, args.overrides, gpus=args.gpus, max_staleness=args.max_staleness,
                                  vary=args.vary, objective=args.objective, gpu_hour_price=args.gpu_hour_price,
@@ -110,6 +126,7 @@ def _scale_parser(sub) -> None:
 def _scale(args) -> int:
     outputs = outputs_for(args)
     try:
+        compile_notice(runner.plan(args.scenario, args.overrides))
         with count_printer("twin scale", after_s=0.0, parts=10) as progress:
             result = scale(args.scenario, args.overrides, gpus=args.gpus, replan=args.replan,
                            scale_batch=args.scale_batch, threshold=args.threshold,
@@ -155,6 +172,7 @@ def _sweep(args) -> int:
         say(f"twin: warning: {combinations:,} combinations: each is checked, then simulated (seconds each, "
             f"spread over the workers); the progress line gives the time left. Fewer --grid values answer sooner")
     try:
+        compile_notice(runner.plan(args.scenario, args.overrides))
         with count_printer("twin sweep", after_s=0.0, parts=10) as progress:
             result = sweep(args.scenario, args.overrides, grid=args.grid, workers=args.workers, executor=args.executor,
                            ray_address=args.ray_address, progress=progress)

@@ -16,6 +16,8 @@ the team's own.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from pydantic import Field, model_validator
 
 from twin.config.hardware import Strict
@@ -78,7 +80,7 @@ class Learning(Strict):
     @model_validator(mode="after")
     def _levels_ascending(self) -> Learning:
         rewards = [lv.reward for lv in self.levels]
-        if any(b <= a for a, b in zip(rewards, rewards[1:])):
+        if any(b <= a for a, b in pairwise(rewards)):
             raise InputError("learning.levels must be in ascending reward, each once", field="learning.levels",
                              value=rewards, allowed="levels as twin fit --learning writes them")
         self.at_target()  # a target outside the fitted levels is refused when the scenario is read
@@ -103,7 +105,7 @@ class Learning(Strict):
         if not lv[0].reward <= target <= lv[-1].reward:
             raise InputError("the target is outside the fitted levels", field="learning.target", value=target,
                              allowed=f"{lv[0].reward:g}..{lv[-1].reward:g} (the rewards the fitted runs reached)")
-        for a, b in zip(lv, lv[1:] or lv):
+        for a, b in pairwise(lv) if len(lv) > 1 else [(lv[0], lv[0])]:
             if a.reward <= target <= b.reward:
                 w = 0.0 if b.reward == a.reward else (target - a.reward) / (b.reward - a.reward)
                 return a.s_min + w * (b.s_min - a.s_min), a.noise_scale + w * (b.noise_scale - a.noise_scale)

@@ -366,6 +366,7 @@ class PlanResult(Views):
             "search": self.search,
             "candidates": rows,
             "best": rows[0],
+            "trust": self.best.report.trust,  # the best's scenario against the validation sources
         }
 
     def to_json(self) -> str:

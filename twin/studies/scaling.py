@@ -201,6 +201,7 @@ class ScaleResult(Views):
                 "threshold": self.threshold,
                 "points": [p.to_dict() for p in self.points], "binding_changes": self.binding_changes,
                 "stops_paying_at": self.stops_paying_at, "failures_bind_at": self.failures_bind_at,
+                "trust": next((p.report.trust for p in self.points if p.report is not None), []),
                 **({"gpu_hour_price": self.gpu_hour_price, "costs": self.costs} if self.gpu_hour_price else {})}
 
     @property

@@ -53,15 +53,18 @@ def build(golden: Path = GOLDEN) -> dict[str, Any]:
             file = golden / f"case-{path.stem}-{_slug(case.name)}.json"
             if not file.exists():
                 continue  # a case added since the goldens were made: make.py writes it
-            text = file.read_bytes()
-            digest.update(file.name.encode() + b"\0" + text)
-            cases.append(_case_entry(tag, path, source, case, json.loads(text)))
+            report = json.loads(file.read_text())
+            # the digest leaves out the report's own trust section: it is read from this record
+            figures = {k: v for k, v in report.items() if k != "trust"}
+            digest.update(file.name.encode() + b"\0" + json.dumps(figures, sort_keys=True).encode())
+            cases.append(_case_entry(tag, path, source, case, report))
     return {"provenance": {
         "derived_from": "tests/golden/case-*.json (the twin's report of every built-in validation case, "
                         "fitted values from tests/golden/fitted.json) and the published figures of "
                         "scenarios/validation/*.yaml",
         "by": "python -m twin.validation.record (tests/golden/make.py runs it after the goldens)",
-        "goldens_sha256": digest.hexdigest()}, "cases": cases}
+        "goldens_sha256": digest.hexdigest(),
+        "goldens_sha256_of": "each case golden's name and its JSON (sorted keys, trust left out)"}, "cases": cases}
 
 
 def text(record: dict[str, Any]) -> str:

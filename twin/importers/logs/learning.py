@@ -50,7 +50,7 @@ class RewardRun:
 
 def _canonical(key: str) -> str:
     key = key.strip()
-    return key[6:] if key.startswith("train/") else key
+    return key.removeprefix("train/")
 
 
 def _pick(values: dict, keys: tuple[str, ...], reward_key: str | None) -> tuple[str, object] | None:
@@ -75,6 +75,13 @@ def _records(path: Path, fmt: str) -> list[tuple[object, dict, str]]:
         if not isinstance(history, list):
             raise InputError("no log_history list", file=path, field="log_history", allowed="TRL's trainer_state.json")
         return [(e.get("step"), e, f"log_history[{i}]") for i, e in enumerate(history) if isinstance(e, dict)]
+    if fmt == "trl-console":  # printed dicts carry no step: numbered as printed (one per logging_steps)
+        from twin.importers.logs import trl_console
+        for number, line in _lines(path):
+            values = trl_console.parse(line, path, number) if "{'" in line else None
+            if values:
+                out.append((len(out) + 1, values, f"line {number}"))
+        return out
     if fmt == "wandb-csv":
         import csv
         rows = csv.reader(line for _, line in _lines(path))

@@ -124,7 +124,7 @@ def _number(raw: object, file: Path, where: str, key: str) -> float:
         except ValueError:
             value = None
     elif isinstance(raw, (int, float)):
-        value = float(raw)
+        value = float(raw) if not isinstance(raw, int) or abs(raw) < 2**1023 else math.inf  # 10**400: no float
     else:
         value = None
     if value is None or not math.isfinite(value) or value < 0:

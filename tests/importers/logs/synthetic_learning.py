@@ -55,3 +55,9 @@ def write_wandb(path: Path, values: list[float]) -> Path:
     """A W&B CSV export with ``run - train/reward``."""
     path.write_text("Step,run - train/reward\n" + "".join(f"{k},{r}\n" for k, r in enumerate(values, start=1)))
     return path
+
+
+def write_trl_console(path: Path, values: list[float]) -> Path:
+    """TRL's console output: one printed Python dict per logged step, no step number."""
+    path.write_text("".join(f"{{'loss': 0.01, 'reward': {r}, 'completions/mean_length': 300.0}}\n" for r in values))
+    return path

@@ -1,5 +1,5 @@
 """twin fit --learning: N_noise and S_min recovered from synthetic reward logs drawn from a known
-noise-scale law (tests/importers/synthetic_learning.py), and bad input refused in one line."""
+noise-scale law (tests/importers/logs/synthetic_learning.py), and bad input refused in one line."""
 
 from __future__ import annotations
 
@@ -16,10 +16,19 @@ from twin.errors import InputError
 from twin.importers.logs.learning import fit_runs, read_reward_run
 
 sys.path.insert(0, str(Path(__file__).parent))
-from synthetic_learning import SHAPES, rewards, steps_for, write_trl, write_verl, write_wandb  # noqa: E402
+from synthetic_learning import (
+    SHAPES,
+    rewards,
+    steps_for,
+    write_trl,
+    write_trl_console,
+    write_verl,
+    write_wandb,
+)
 
-WRITERS = {"verl": write_verl, "trl": write_trl, "wandb": write_wandb}
-NAMES = {"verl": "run{n}.log", "trl": "run{n}/trainer_state.json", "wandb": "run{n}.csv"}
+WRITERS = {"verl": write_verl, "trl": write_trl, "wandb": write_wandb, "trl-console": write_trl_console}
+NAMES = {"verl": "run{n}.log", "trl": "run{n}/trainer_state.json", "wandb": "run{n}.csv",
+         "trl-console": "run{n}-console.log"}
 
 
 def _two_runs(folder: Path, shape: str, sigma: float, noise: float, fmt: str = "verl", sizes=(512, 8192)):
@@ -47,7 +56,7 @@ def test_two_runs_recover_the_noise_scale_within_10_percent(tmp_path, shape, sig
     assert top["s_min"] == pytest.approx(inverse(top["reward"]), rel=0.10)
 
 
-@pytest.mark.parametrize("fmt", ["trl", "wandb"])
+@pytest.mark.parametrize("fmt", ["trl", "wandb", "trl-console"])
 def test_trl_and_wandb_logs_fit_alike(tmp_path, fmt):
     runs = [read_reward_run(a) for a in _two_runs(tmp_path, "exponential", 0.01, 2048, fmt)]
     assert fit_runs(runs)["noise_scale"] == pytest.approx(2048, rel=0.10)
@@ -81,7 +90,7 @@ def test_the_cli_writes_a_learning_section_a_scenario_reads(tmp_path, capsys):
     learning = Learning.model_validate(section)
     assert learning.noise_scale == json.loads(js.read_text())["learning"]["noise_scale"]
     assert learning.noise_scale == pytest.approx(4096, rel=0.1) and not learning.assumed
-    s_min, n = learning.at_target((learning.levels[0].reward + learning.levels[1].reward) / 2)
+    s_min, _ = learning.at_target((learning.levels[0].reward + learning.levels[1].reward) / 2)
     assert learning.levels[0].s_min < s_min < learning.levels[1].s_min
 
 
