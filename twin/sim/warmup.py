@@ -30,10 +30,11 @@ from twin.engine import balance, drivers, reward_queue, router
 from twin.engine.pool import EnginePool
 from twin.sim.reward import RewardService
 
-# Seconds of one core each part took to compile on the development machine (2 cores,
-# benchmarks/coldstart.py --kernels, 2026-12-02); the estimate scales them to this machine's
-# free cores. The largest part bounds the wall time however many cores there are.
-PART_SECONDS = {"advance": 14.0, "peek": 8.0, "interrupt": 6.0, "small": 4.0}
+# CPU seconds each part took in a fresh process with an empty cache on the development machine
+# (2 cores, grpo-7b-colocated, 2026-12-02: each of PARTS run alone, its process's CPU time;
+# docs/performance.md). The estimate scales them to this machine's cores and load; the largest
+# part bounds the wall time however many cores there are.
+PART_SECONDS = {"advance": 27.6, "interrupt": 8.5, "small": 5.6}
 
 
 def _pool(plan: Plan):
