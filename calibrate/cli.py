@@ -27,8 +27,15 @@ examples:
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad command line is one error line like every other (no usage block)."""
+
+    def error(self, message: str):
+        raise CalibrationError(message.removeprefix("argument ") + f" (see {self.prog} --help)")
+
+
 def _parser(prog: str = "python -m calibrate") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description=(
+    p = _Parser(prog=prog, description=(
         "Measure a CPU or GPU with torch microbenchmarks (GEMMs per dtype, memory bandwidth, attention, "
         "dispatch overhead, host<->device copies, collectives) and write a hardware profile for the twin."),
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
@@ -44,12 +51,14 @@ def _parser(prog: str = "python -m calibrate") -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m calibrate") -> int:
-    """Entry point; returns the exit code (``prog``: the command as the user typed it)."""
-    args = _parser(prog).parse_args(argv)
+    """Entry point; returns the exit code (``prog``: the command as the user typed it; its
+    errors say ``twin: error:`` under ``twin calibrate``, as every twin command's do)."""
+    name = "twin" if prog.startswith("twin") else "calibrate"
     try:
+        args = _parser(prog).parse_args(argv)
         return _run(args, argv if argv is not None else sys.argv[1:])
     except CalibrationError as exc:
-        print(f"calibrate: error: {exc}", file=sys.stderr)
+        print(f"{name}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("calibrate: interrupted; the measurements taken so far are in the CSV, "
@@ -75,6 +84,7 @@ def _run(args, argv: list[str]) -> int:
         raise CalibrationError("torch is not installed; install the build for this machine "
                                "(https://pytorch.org/get-started/locally/)") from None
     from calibrate import env, profile
+    from calibrate.outputs import prepare
     from calibrate.runner import measure, stderr_progress
     from calibrate.store import Store
     from calibrate.suites import attention, collectives, host_copy, matmul, memory, overhead
@@ -85,13 +95,10 @@ def _run(args, argv: list[str]) -> int:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     target = env.detect(device)
     out = args.out or Path("calibration") / f"{target.name}.yaml"
-    if out.suffix not in (".yaml", ".yml"):
-        raise CalibrationError(f"--out must name a .yaml file, not {str(out)!r}")
-    csv_path = out.with_suffix(".csv")
-    if args.fresh and csv_path.exists():
-        csv_path.unlink()
     torchrun = collectives.launched_by_torchrun()
     rank = int(__import__("os").environ.get("RANK", "0")) if torchrun else 0
+    # Every output checked (and only our own CSV deleted by --fresh) before anything is measured.
+    csv_path = prepare(out, fresh=args.fresh).csv if rank == 0 else out.with_suffix(".csv")
     store = Store(csv_path, target.device_name) if rank == 0 else None
     command = "python -m calibrate " + " ".join(argv)
     t0 = time.perf_counter()

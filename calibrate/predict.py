@@ -38,6 +38,7 @@ from calibrate.probe.learner import computed_positions
 from calibrate.probe.loop import PHASES, ProbeConfig
 from calibrate.probe.opcount import op_count
 from calibrate.probe.schedule import continuous_schedule, static_schedule
+from twin import runner
 
 
 def probe_scenario(cfg: ProbeConfig, profile_path: Path, padded: int | None = None):
@@ -187,6 +188,17 @@ class ProbePredictor:
             "reference": score,
             "update_actor": train,
         })
+
+
+def simulated_step_s(cfg: ProbeConfig, profile_path: Path) -> float:
+    """The mean step `twin run` gives the probe's scenario: the simulator users run (its engine
+    kernels, its loop, its own draws of the probe's length distribution), without this module's
+    probe-only terms (host dispatch of the operations it does not price, attention at the call's
+    size, the measured steps' own lengths). Beside the predictor's figure it shows how much of
+    the agreement the simulator keeps as users run it."""
+    overrides = {"run.steps": max(cfg.steps, 1), "faults.enabled": False,
+                 "placement.rollout.enforce_eager": True}  # the probe dispatches every op eagerly
+    return runner.simulate(runner.prepare(probe_scenario(cfg, profile_path), overrides)).step_time_s
 
 
 def predict_median(cfg: ProbeConfig, profile_path: Path, steps_targets: list[list[int]]) -> dict[str, float]:

@@ -2,7 +2,9 @@
 
 Each row is flushed and synced as soon as it is measured: a crash or Ctrl-C keeps every
 finished row, and a rerun with the same output skips the keys already present (resume).
-A torn last line (a crash mid-write) is cut off when the file is reopened.
+A file whose first line is not this header is never changed (:mod:`calibrate.outputs`
+refuses it before measuring); in one that is, a torn last line (a crash mid-write) is cut off
+when the file is reopened.
 """
 
 from __future__ import annotations
@@ -57,11 +59,21 @@ class Store:
             self._load()
 
     def _load(self) -> None:
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):  # a crash tore the last row: drop it
-            data = data[: data.rfind(b"\n") + 1]
-            self.path.write_bytes(data)
-        with self.path.open(newline="") as fh:
+        try:
+            data = self.path.read_bytes()
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CalibrationError(f"{self.path} cannot be read as a calibration CSV ({exc}); it is left "
+                                   "as it is: choose another --out") from None
+        header = ",".join(COLUMNS)
+        if data and text.split("\n", 1)[0].rstrip("\r") != header:
+            raise CalibrationError(f"{self.path} is not a calibration CSV (its first line is not {header!r}); "
+                                   "it is left as it is: choose another --out")
+        if data and not data.endswith(b"\n"):  # a crash tore the last row of our own file: drop it
+            if b"\n" not in data:
+                raise CalibrationError(f"{self.path} holds a header without a line end; choose another --out")
+            os.truncate(self.path, data.rfind(b"\n") + 1)
+        with self.path.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
             if reader.fieldnames and reader.fieldnames != COLUMNS:
                 raise CalibrationError(f"{self.path} is not a calibration CSV (columns {reader.fieldnames}); "

@@ -199,16 +199,16 @@ def test_ctrl_c_while_renaming_waits_until_every_file_is_in_place(tmp_path, monk
 
 
 def test_concurrent_writers_never_share_a_temporary(tmp_path, monkeypatch):
-    import tempfile
+    from twin import output
 
-    real_mkstemp, names = tempfile.mkstemp, []
+    real_make, names = output._make_temporary, []
 
-    def recording_mkstemp(*args, **kwargs):
-        fd, name = real_mkstemp(*args, **kwargs)
+    def recording_make(real):
+        name, fd = real_make(real)
         names.append(name)
-        return fd, name
+        return name, fd
 
-    monkeypatch.setattr(tempfile, "mkstemp", recording_mkstemp)
+    monkeypatch.setattr(output, "_make_temporary", recording_make)
     target = tmp_path / "r.json"
     texts = [f"writer {i} " * 20000 for i in range(8)]
     errors = []

@@ -13,10 +13,13 @@ name (``twin.studies.verdict.PRESSURES``), ``"path=value[,path=value…]"``, or 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from twin import runner
+from twin.config import arguments
+from twin.errors import InputError
 from twin.runner import Progress, Report, Source
 from twin.studies.verdict import judge, sensitivity
 
@@ -24,7 +27,29 @@ __all__ = ["Report", "simulate", "whatif"]
 
 
 def _overrides(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {k.replace("__", "."): v for k, v in kwargs.items()}
+    return arguments.keyword_overrides(kwargs)
+
+
+@contextlib.contextmanager
+def _keywords_named() -> Iterator[None]:
+    """An error about an override given as a keyword says ``override run.steps=...``, not a
+    ``--set`` nobody typed."""
+    try:
+        yield
+    except InputError as exc:
+        if not (exc.file or "").startswith("--set "):
+            raise
+        raise InputError(exc.problem, file="override " + exc.file[len("--set "):], field=exc.field,
+                         value=exc.value, allowed=exc.allowed) from None
+
+
+def _check_common(scenario: Any, workers: Any, progress: Any = None) -> None:
+    arguments.source(scenario)
+    if workers is not None:
+        arguments.integer(workers, "workers", 1)
+    if progress is not None and not callable(progress):
+        raise InputError("not a function", field="progress", value=progress,
+                         allowed="a function (steps done, steps, simulated seconds), or None")
 
 
 def simulate(scenario: Source = None, *, progress: Progress | None = None, verdict: bool = False,
@@ -35,7 +60,10 @@ def simulate(scenario: Source = None, *, progress: Progress | None = None, verdi
     adds the ranked marginal gains and the diagnosis (``report.verdict``, and ``"verdict"`` in
     its JSON). Raises :class:`twin.InputError` on bad input.
     """
-    report = runner.run(scenario, _overrides(overrides), progress=progress)
+    _check_common(scenario, workers, progress)
+    arguments.flag(verdict, "verdict")
+    with _keywords_named():
+        report = runner.run(scenario, _overrides(overrides), progress=progress)
     return report.with_verdict(judge(report, workers=workers)) if verdict else report
 
 
@@ -47,5 +75,10 @@ def whatif(scenario: Source = None, pressures: Iterable[str | dict[str, Any]] | 
     With ``noise`` (the default) each row also has ``noise`` (the relative band from other
     seeds), ``within_noise`` (the gain is inside it: not a gain) and ``noise_reseeded``;
     docs/noise.md gives the rule."""
-    base = runner.run(scenario, _overrides(overrides))
+    _check_common(scenario, workers)
+    arguments.flag(noise, "noise")
+    pressures = arguments.items(pressures, "pressures", (str, dict),
+                                "a list of pressure names, 'path=value' strings or dicts of paths to values")
+    with _keywords_named():
+        base = runner.run(scenario, _overrides(overrides))
     return [row.to_dict() for row in sensitivity(base, pressures, workers, noise=noise)]

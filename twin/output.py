@@ -11,20 +11,28 @@ A command names its output files up front::
 :meth:`Outputs.add` rejects a target that could never be written (an empty path, a folder,
 a device, pipe or socket, a folder that does not exist or cannot be written) at once, so a
 long simulation never ends in an error about its output. :meth:`Outputs.commit` writes each
-text to a temporary file of its own (``tempfile.mkstemp``) in the target's folder, syncs it
+text to a hidden temporary file of its own in the target's folder, syncs it
 to disk, and only when every one has been written renames them into place. A failure, or a
 Ctrl-C, removes every temporary: each target holds either its old content (or nothing) or
 the whole new text. Problems are :class:`~twin.errors.InputError` naming the option and the
 path, so the command line prints them as one line.
+
+:func:`stop_signals` is how a command-line process ends on a signal: a first Ctrl-C stops the
+command (it says what it has), a second, or SIGTERM, ends the process at once (exit 130, 143)
+— after removing this module's temporaries, killing the process pool's workers and letting a
+set of renames in progress finish — even while the main thread is inside a long kernel.
 """
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
+import secrets
 import signal
+import socket
 import stat
-import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +40,9 @@ from pathlib import Path
 from twin.errors import InputError
 
 STDOUT = "-"
+_TEMPORARIES: set[str] = set()    # named before they are made, forgotten after rename or removal
+_RENAMING = threading.Lock()       # held while a set of renames (or a temporary's making) runs
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @dataclass(frozen=True)
@@ -114,8 +125,7 @@ class Outputs:
             for target, text in jobs:
                 current = target
                 with _sigint_held():  # a temporary that exists is one that will be removed
-                    fd, temporary = tempfile.mkstemp(prefix=f".{target.real.name[:64]}.", suffix=".tmp",
-                                                     dir=target.real.parent)
+                    temporary, fd = _make_temporary(target.real)
                     temporaries.append((target, temporary))
                     file = os.fdopen(fd, "wb")
                 with file:
@@ -130,6 +140,7 @@ class Outputs:
                 for target, temporary in temporaries:
                     current = target
                     os.replace(temporary, target.real)
+                    _TEMPORARIES.discard(temporary)
                 temporaries = []
             for folder in {t.real.parent for t, _ in jobs}:
                 _sync_folder(folder)
@@ -142,6 +153,7 @@ class Outputs:
             for _, temporary in temporaries:
                 with contextlib.suppress(OSError):
                     os.unlink(temporary)
+                _TEMPORARIES.discard(temporary)
 
 
 def check_target(given: str, option: str, allowed: str = "a file path", *,
@@ -196,29 +208,119 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
+def _make_temporary(real: Path) -> tuple[str, int]:
+    """A new hidden temporary beside ``real`` (its path, an open fd), recorded before it is
+    made so that a process ended by a signal (:func:`stop_signals`) removes it too."""
+    while True:
+        path = str(real.parent / f".{real.name[:64]}.{secrets.token_hex(4)}.tmp")
+        _TEMPORARIES.add(path)
+        try:
+            return path, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            _TEMPORARIES.discard(path)
+        except BaseException:
+            _TEMPORARIES.discard(path)
+            raise
+
+
 @contextlib.contextmanager
 def _sigint_held() -> Iterator[None]:
-    """Hold a Ctrl-C back until the block is done, then deliver it (as KeyboardInterrupt).
+    """Hold a Ctrl-C (and SIGTERM) back until the block is done, then deliver it.
 
     Python-level, so that it holds whichever thread the OS hands the signal to; where signals
     are not this code's to handle (not the main thread, a handler not set from Python), the
-    block runs unguarded.
+    block runs unguarded by it. :func:`stop_signals`' hard exit waits for the block as well.
     """
-    before = signal.getsignal(signal.SIGINT)
-    caught: list[int] = []
-    try:
-        if before is None:
-            raise ValueError("SIGINT's handler was not set from Python")
-        signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    except ValueError:
+    with _RENAMING:
+        before = {s: signal.getsignal(s) for s in HELD_SIGNALS}
+        caught: list[int] = []
+        try:
+            if any(h is None for h in before.values()):
+                raise ValueError("a handler was not set from Python")
+            for s in HELD_SIGNALS:
+                signal.signal(s, lambda signum, frame: caught.append(signum))
+        except ValueError:
+            yield
+            return
+        try:
+            yield
+        finally:
+            for s, handler in before.items():
+                signal.signal(s, handler)
+    for signum in dict.fromkeys(caught):  # as it would have been handled (not sent again: a
+        handler = before[signum]           # second byte on the wake-up fd would count as a press)
+        if callable(handler):
+            handler(signum, None)
+        else:
+            signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """How a command-line process ends on a signal (main thread only; elsewhere a no-op).
+
+    The first Ctrl-C is Python's KeyboardInterrupt: the command stops, says what it has and
+    exits 130. A second Ctrl-C, or a SIGTERM, ends the process at once, from a thread that
+    reads the signals' wake-up fd (so it works while the main thread runs a long kernel,
+    where a Python handler would wait): a set of renames in progress finishes, every
+    temporary of :class:`Outputs` is removed, the process pool's workers are killed, and the
+    process exits with 130 (Ctrl-C) or 143 (SIGTERM) after one line on stderr.
+    """
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    try:
+        previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except ValueError:
+        reader.close()
+        writer.close()
+        yield
+        return
+    previous_term = signal.signal(signal.SIGTERM, lambda signum, frame: None)  # the watcher ends it
+    watcher = threading.Thread(target=_watch, args=(reader,), name="twin-stop-signals", daemon=True)
+    watcher.start()
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, before)
-        if caught:
-            signal.raise_signal(signal.SIGINT)
+        signal.set_wakeup_fd(previous_fd)
+        signal.signal(signal.SIGTERM, previous_term)
+        writer.close()  # the watcher reads the end and returns
+
+
+def _watch(reader: socket.socket) -> None:
+    presses = 0
+    with reader:
+        while True:
+            try:
+                data = reader.recv(64)
+            except OSError:
+                return
+            if not data:
+                return
+            for signum in data:
+                if signum == signal.SIGTERM:
+                    _exit_now(143, "twin: terminated")
+                if signum == signal.SIGINT:
+                    presses += 1
+                    if presses >= 2:
+                        _exit_now(130, "twin: interrupted")
+
+
+def _exit_now(code: int, line: str) -> None:
+    """End the process at once, leaving no temporary and no worker behind."""
+    _RENAMING.acquire(timeout=5.0)  # a set of renames takes milliseconds; a stuck one, no longer
+    for temporary in list(_TEMPORARIES):
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+    with contextlib.suppress(Exception):
+        for child in multiprocessing.active_children():
+            with contextlib.suppress(OSError):
+                os.kill(child.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.write(2, (line + "\n").encode())
+    os._exit(code)
 
 
 def _sync_folder(folder: Path) -> None:

@@ -50,4 +50,4 @@ def test_twin_calibrate_forwards_to_the_calibrate_command(capsys, tmp_path):
     from twin.cli import main as twin_main
 
     assert twin_main(["calibrate", "--device", "cpu", "--only", "bogus", "--out", str(tmp_path / "c.yaml")]) == 2
-    assert "calibrate: error: --only: unknown suite 'bogus'" in capsys.readouterr().err
+    assert "twin: error: --only: unknown suite 'bogus'" in capsys.readouterr().err

@@ -10,19 +10,24 @@ that are not UTF-8 is echoed with backslash escapes). When standard output canno
 (a full disk: ``twin list > /dev/full``) the command prints ``twin: error: cannot write to
 standard output: <reason>`` and exits with code 1, as a failed write makes coreutils do; a
 closed pipe (``twin list | head``) ends it quietly with code 0; Ctrl-C prints
-``twin: interrupted`` and exits with code 130. None of these prints a traceback.
+``twin: interrupted`` and exits with code 130 (a study first says the best so far); a second
+Ctrl-C while it stops, or SIGTERM, ends it at once (130, 143) leaving no temporary file and no
+worker process (:func:`twin.output.stop_signals`). None of these prints a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import signal
 import sys
 
 from twin.cli import inputs, simulate, studies, validate
 from twin.cli.common import Command
 from twin.cli.streams import StdoutFailed, guarded_stdout, say, silence_stdout
 from twin.errors import InputError
+from twin.output import stop_signals
 
 EPILOG = """\
 examples:
@@ -63,14 +68,25 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (*simulate.COMMANDS, *studies
                                                     *inputs.COMMANDS)}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad command line as one ``twin: error:`` line (exit 2) like every
+    other input error, instead of a usage block and ``twin <cmd>: error:``; its subcommands'
+    parsers are of this class too."""
+
+    def error(self, message: str):
+        raise InputError(message.removeprefix("argument ") + f" (see {self.prog} --help)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="twin",
         description="rltwin: a digital twin of LLM RL training clusters. Which link of the RL "
         "loop binds when you scale, and what would the next GPU, link or unit of staleness buy?",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EPILOG,
     )
+    parser.add_argument("--version", action="version", version=f"twin (rltwin) {_version()}")
+    _completion(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS.values():
         command.add_parser(sub)
@@ -80,15 +96,51 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+def _version() -> str:
+    """The installed distribution's version (the source tree's where it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import twin
+
     try:
-        with guarded_stdout(tui=argv[:1] == ["tui"]):
-            return _main(argv)
+        return version("rltwin")
+    except PackageNotFoundError:
+        return twin.__version__
+
+
+def _completion(parser: argparse.ArgumentParser) -> None:
+    """``--print-completion bash|zsh|tcsh``: a completion script generated from this parser by
+    shtab (a dependency: pure Python, no dependencies of its own), so it never drifts from the
+    commands. Without shtab (a tree run without installing it) the option is simply absent."""
+    try:
+        import shtab
+    except ImportError:
+        return
+    shtab.add_argument_to(parser, ["--print-completion"],
+                          help="print a shell completion script: eval \"$(twin --print-completion bash)\" "
+                          "in ~/.bashrc; twin --print-completion zsh > ~/.zfunc/_twin for zsh")
+
+
+def main(argv: list[str] | None = None) -> int:
+    process = argv is None  # the process's own entry point (not a caller's in-process run)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    tui = argv[:1] == ["tui"]  # Textual owns the terminal's keys and signals
+    try:
+        with guarded_stdout(tui=tui), (contextlib.nullcontext() if tui else stop_signals()):
+            try:
+                code = _main(argv)
+            except KeyboardInterrupt:
+                code = 130
+                _stopping(process)
+                say("twin: interrupted")
+            if code == 130:
+                _stopping(process)
+            return code
     except InputError as exc:
         say(f"twin: error: {exc.message}")
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a Ctrl-C as the streams closed
+        _stopping(process)
         say("twin: interrupted")
         return 130
     except StdoutFailed as failed:
@@ -100,6 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # a pipe other than standard output, closed as the reader left
         silence_stdout()
         return 0
+
+
+def _stopping(process: bool) -> None:
+    """Interrupted: a process exits 130 now, so a further Ctrl-C (people press it twice) is
+    ignored rather than raised again as the interpreter shuts down."""
+    if process:
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _main(argv: list[str]) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from twin.config import arguments
 from twin.config.frameworks import with_framework
 from twin.config.io import blame_override, input_error, read_mapping
 from twin.config.overrides import apply_overrides, live_overrides, parse_typed, typed_text
@@ -41,6 +42,10 @@ def load_scenario(
 
     Raises :class:`InputError` naming the file, field, value and what is allowed.
     """
+    source = arguments.source(source)
+    overrides = arguments.overrides(overrides)
+    if isinstance(source, Scenario):
+        source = source.model_dump(mode="json")
     if isinstance(source, Mapping):
         path, data = None, dict(source)
     else:

@@ -17,7 +17,7 @@ import yaml
 
 from twin.config.io import MAX_DEPTH, MAX_VALUES, UnsafeYAML, load_yaml
 from twin.config.registry import looks_like_path
-from twin.errors import InputError
+from twin.errors import InputError, _show
 
 __all__ = ["apply_overrides", "live_overrides", "parse_overrides", "parse_typed", "split_top_level", "typed_text"]
 
@@ -62,8 +62,8 @@ def typed_text(key: str, value: object) -> str:
         return _one_line(f"{key}={value}")
     try:
         return _one_line(f"{key}={json.dumps(value)}")
-    except (TypeError, ValueError):
-        return _one_line(f"{key}={value!r}")
+    except (TypeError, ValueError):  # not JSON, or an int beyond Python's digit limit
+        return _one_line(f"{key}={_show(value, 100)}")
 
 
 def _one_line(text: str, limit: int = 100) -> str:

@@ -8,31 +8,33 @@ collected by index, never by completion, so every executor gives the same answer
 
 * :class:`LocalExecutor` — a process pool: one process per CPU by default, each evaluating
   scenarios in-process (the kernels compile, or load from the cache, once per worker; no
-  process start or import per scenario); workers ignore Ctrl-C, the parent stops handing
-  out work and says what it has.
+  process start or import per scenario); workers ignore Ctrl-C, the parent stops them at
+  once (what they were simulating is not needed) and says what it has.
 * :class:`RayExecutor` — the same worker function as Ray tasks. ``ray.init()`` starts a local
   Ray when no address is given; ``address`` joins an existing cluster. Ray is the optional
-  ``ray`` extra (``pip install "rltwin[ray]"``).
+  ``ray`` extra (``pip install ".[ray]"`` from a clone).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from twin import runner
 from twin.analysis.report import ReportData
+from twin.config.io import load_json
 from twin.errors import InputError
 
 EXECUTORS = ("local", "ray")
-RAY_FIX = 'pip install "rltwin[ray]"'
+RAY_FIX = 'pip install ".[ray]" from a clone of rltwin'
 
 Tick = Callable[[int, int], None]  # (done, total)
 
@@ -61,12 +63,18 @@ class Executor:
         order they finish in. ``on_result(index, result)`` and ``progress(done, total)`` are
         called as each one finishes."""
         out: list = [None] * len(scenarios)
-        for done, (i, result) in enumerate(self.imap(scenarios), 1):
-            out[i] = result
-            if on_result is not None:
-                on_result(i, result)
-            if progress is not None:
-                progress(done, len(scenarios))
+        results = self.imap(scenarios)
+        try:  # closed at once on a Ctrl-C in a callback too: the pool's workers stop now
+            for done, (i, result) in enumerate(results, 1):
+                out[i] = result
+                if on_result is not None:
+                    on_result(i, result)
+                if progress is not None:
+                    progress(done, len(scenarios))
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
         return out
 
     def close(self) -> None:
@@ -89,11 +97,22 @@ class LocalExecutor(Executor):
                 yield i, runner.report_data(data)
             return
         # Workers ignore Ctrl-C: the parent stops handing out candidates and reports what it has.
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+        # Made with the stop signals blocked, so that no worker meets one before it ignores it.
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
-            yield from enumerate(pool.map(runner.report_data, scenarios))
+            pool = multiprocessing.Pool(workers, initializer=_worker_signals, initargs=(before,))
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+        finished = False
+        try:
+            yield from enumerate(pool.imap(runner.report_data, scenarios))
+            finished = True
+        finally:
+            if finished:
+                pool.close()
+            else:  # a Ctrl-C or an error: what runs is not needed; stop it now, do not wait for it
+                pool.terminate()
+            pool.join()
 
 
 class RayExecutor(Executor):
@@ -202,11 +221,26 @@ def _check_reachable(address: str) -> None:
                          "running and reachable from here; or no --ray-address for a local Ray") from None
 
 
-def _ignore_sigint() -> None:
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+def _worker_signals(mask: set) -> None:
+    """A worker ignores Ctrl-C (the terminal sends it to the whole process group; the parent
+    decides), dies on SIGTERM (how the parent stops it), and leaves the parent's wake-up fd."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    with contextlib.suppress(ValueError):
+        signal.set_wakeup_fd(-1)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 # ----------------------------------------------------------------------------- checkpoints
+def _digest(report: object) -> str:
+    """The hash a checkpoint line carries of its report: a line whose report was damaged or
+    edited (a NaN, a missing field) no longer matches it and is simulated again."""
+    return hashlib.sha256(json.dumps(report, sort_keys=True, allow_nan=True).encode()).hexdigest()[:16]
+
+
 def scenario_hash(data: dict) -> str:
     """A short hash of a scenario's data (canonical JSON): which scenario a checkpoint is of."""
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -216,9 +250,10 @@ class Journal:
     """A JSON-lines checkpoint of finished simulations, for ``twin plan --resume FILE``.
 
     The first line is ``{"twin_checkpoint": 1, "scenario_hash": H, "command": C}``; each
-    following line ``{"key": K, "report": DATA}``, written (and flushed) as each simulation
-    finishes, so a Ctrl-C or a kill loses at most the line being written (a torn last line is
-    ignored on reading). A file of another scenario (another hash, other ``--set`` values) or
+    following line ``{"key": K, "report": DATA, "digest": D}``, written (and flushed) as each
+    simulation finishes, so a Ctrl-C or a kill loses at most the line being written. A line
+    that is torn, or whose report no longer matches its digest (damaged, edited), is ignored on
+    reading: that simulation runs again. A file of another scenario (another hash, other ``--set`` values) or
     another command is refused. A file that does not exist is started."""
 
     VERSION = 1
@@ -248,8 +283,8 @@ class Journal:
             raise InputError(f"cannot read the checkpoint: {exc}", field=option, value=str(self.path),
                              allowed="a file written by an earlier --resume run") from None
         try:
-            first = json.loads(lines[0]) if lines else None
-        except json.JSONDecodeError:
+            first = load_json(lines[0]) if lines else None
+        except ValueError:  # not JSON, or nested beyond the bounded loader's depth
             first = None
         if not isinstance(first, dict) or "twin_checkpoint" not in first:
             raise InputError("not a twin checkpoint", field=option, value=str(self.path),
@@ -261,17 +296,22 @@ class Journal:
                              allowed="the same scenario and options as the interrupted run, or a new path")
         for line in lines[1:]:
             try:
-                entry = json.loads(line)
-                self.done[entry["key"]] = ReportData.model_validate(entry["report"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
-                continue  # the line a kill tore (or a damaged report): simulated again
+                entry = load_json(line)
+                key, report = entry["key"], entry["report"]
+                if not isinstance(key, str) or entry.get("digest") != _digest(report):
+                    continue
+                self.done[key] = ReportData.model_validate(report)
+            except (ValueError, KeyError, TypeError, ValidationError):
+                continue  # the line a kill tore, or a damaged or edited one: simulated again
 
     def get(self, key: str) -> ReportData | None:
+        """The report of ``key`` read from the file or added, None if it is still to simulate."""
         return self.done.get(key)
 
     def add(self, key: str, report: ReportData) -> None:
         self.done[key] = report
-        self._file.write(json.dumps({"key": key, "report": report.to_dict()}, sort_keys=True) + "\n")
+        data = report.to_dict()
+        self._file.write(json.dumps({"key": key, "report": data, "digest": _digest(data)}, sort_keys=True) + "\n")
         self._file.flush()
 
     def close(self) -> None:

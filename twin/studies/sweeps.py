@@ -24,20 +24,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from twin import runner
+from twin.analysis.frames import frame
+from twin.analysis.html import Views, sweep_html
 from twin.analysis.report import ReportData
+from twin.config import arguments
 from twin.config.overrides import apply_overrides, parse_overrides
 from twin.errors import InputError
 from twin.studies import executors
 from twin.studies.planner import parse_vary
 
 MAX_ROWS = 100_000
-PARQUET_FIX = 'pip install "rltwin[parquet]"'
+PARQUET_FIX = 'pip install ".[parquet]" from a clone of rltwin'
 FIGURES = ("step_time_s", "useful_trajectories_per_hour", "tokens_per_s", "binding_link", "binding_load", "goodput",
-           "error")
+           "time_to_target_s", "error")
 
 
 @dataclass(frozen=True)
-class SweepResult:
+class SweepResult(Views):
     """The grid (path → values) and its rows, in the grid's order."""
 
     scenario_name: str
@@ -79,6 +82,14 @@ class SweepResult:
         buf = pa.BufferOutputStream()
         pq.write_table(table, buf)
         return buf.getvalue().to_pybytes()
+
+    def to_html(self, *, whole: bool = True) -> str:
+        """The grid as one self-contained HTML page (``twin sweep --html``; the ``html`` extra)."""
+        return sweep_html(self, whole=whole)
+
+    def to_frame(self):
+        """One row per combination, the grid's columns first: a pandas DataFrame."""
+        return frame(self.rows, self.columns)
 
     def render(self) -> str:
         """The table as the command line prints it."""
@@ -153,6 +164,13 @@ def sweep(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     strings) on ``scenario`` with ``overrides``. Raises :class:`InputError` on bad input (an
     unknown field, a value the field refuses, no axis); a combination that cannot run is a row
     with its ``error``; :class:`twin.studies.executors.Interrupted` on Ctrl-C, with the best row so far."""
+    arguments.source(scenario)
+    overrides = arguments.overrides(overrides)
+    if workers is not None:
+        arguments.integer(workers, "--workers", 1)
+    arguments.optional_name(ray_address, "--ray-address", "HOST:PORT, or None")
+    grid = grid if isinstance(grid, Mapping) else arguments.items(
+        grid, "--grid", (str,), "'path=v1,v2' strings, or a mapping of paths to lists of values")
     try:
         axes = parse_vary(grid)
     except InputError as exc:
@@ -169,17 +187,7 @@ def sweep(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     base = base_scenario.model_dump(mode="json")
 
     combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
-    rows: list[dict[str, Any] | None] = [None] * len(combos)
-    jobs, slots, errors = [], [], []
-    for i, combo in enumerate(combos):
-        try:
-            runner.load(apply_overrides(base, combo))  # invalid together: a row, not a simulation
-        except InputError as exc:
-            rows[i] = _row(combo, exc)
-            errors.append(exc)
-            continue
-        jobs.append(apply_overrides(base, combo))
-        slots.append(i)
+    rows, jobs, slots, errors = _checked_combinations(base, combos, progress)
     if not jobs:  # an unknown field, a value the field refuses: nothing to sweep
         raise _nothing_runs(rows, errors, axes)
 
@@ -202,6 +210,40 @@ def sweep(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     return SweepResult(base_scenario.name, {k: list(v) for k, v in axes.items()}, rows)
 
 
+def size(grid: Mapping[str, Sequence[Any]] | Iterable[str]) -> int:
+    """How many combinations ``grid`` makes (0 for an axis-less or malformed grid: :func:`sweep`
+    says what is wrong with it)."""
+    try:
+        axes = parse_vary(grid if isinstance(grid, Mapping) else arguments.items(grid, "--grid", (str,), ""))
+    except InputError:
+        return 0
+    return math.prod(len(v) for v in axes.values()) if axes else 0
+
+
+def _checked_combinations(base: dict, combos: list[dict], progress) -> tuple[list, list, list, list]:
+    """(rows, jobs, slots, errors): each combination validated before any is simulated (one
+    invalid together is a row with its reason), with progress as it goes (a grid of 100,000
+    takes minutes to check)."""
+    rows: list[dict[str, Any] | None] = [None] * len(combos)
+    jobs, slots, errors = [], [], []
+    every = max(1, len(combos) // 100)
+    for i, combo in enumerate(combos):
+        if progress and i % every == 0:
+            progress(i, len(combos), "checking the combinations")
+        data = apply_overrides(base, combo)
+        try:
+            runner.load(data)  # invalid together: a row, not a simulation
+        except InputError as exc:
+            rows[i] = _row(combo, exc)
+            errors.append(exc)
+            continue
+        jobs.append(data)
+        slots.append(i)
+    if progress and len(combos) > every:
+        progress(len(combos), len(combos), "checking the combinations")
+    return rows, jobs, slots, errors
+
+
 def _row(combo: dict[str, Any], result: ReportData | InputError) -> dict[str, Any]:
     if isinstance(result, InputError):
         return {**combo, **dict.fromkeys(FIGURES), "error": result.message}
@@ -210,4 +252,5 @@ def _row(combo: dict[str, Any], result: ReportData | InputError) -> dict[str, An
             "useful_trajectories_per_hour": result.useful_trajectories_per_hour,
             "tokens_per_s": result.throughput.tokens_per_s,
             "binding_link": binding.link if binding else None,
-            "binding_load": binding.load if binding else None, "goodput": result.goodput, "error": None}
+            "binding_load": binding.load if binding else None, "goodput": result.goodput,
+            "time_to_target_s": result.time_to_target_s, "error": None}

@@ -162,16 +162,36 @@ def metric(report: dict[str, Any], name: str) -> float:
     these joined by ``+`` (``old_logprob+reference``, where a source times two phases as one)."""
     if "+" in name:
         return sum(metric(report, part.strip()) for part in name.split("+"))
-    if name in report and isinstance(report[name], (int, float)):
-        return float(report[name])
-    if name in report["breakdown"]:
-        return float(report["breakdown"][name])
-    node: Any = report
-    for part in name.split("."):
-        if not isinstance(node, dict) or part not in node:
-            raise KeyError(name)
-        node = node[part]
+    node: Any = report.get(name)
+    if not _is_number(node):
+        breakdown = report.get("breakdown")
+        node = breakdown.get(name) if isinstance(breakdown, dict) else None
+    if node is None:
+        node = report
+        for part in name.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise KeyError(name)
+            node = node[part]
+    if not _is_number(node):
+        raise KeyError(name)  # a section, a string, a missing figure: not a number to compare
     return float(node)
+
+
+def _is_number(node: Any) -> bool:
+    return not isinstance(node, bool) and isinstance(node, (int, float)) and math.isfinite(node)
+
+
+METRICS = ("step_time_s, a breakdown phase, a dotted report path to a number such as "
+           "throughput.tokens_per_s, or a sum of these joined by +")
+
+
+def _metric(report: dict[str, Any], name: str, path: Path, field: str) -> float:
+    """:func:`metric`, a name that is not a figure of the report an InputError at ``field``."""
+    try:
+        return metric(report, name)
+    except KeyError:
+        raise InputError("unknown metric (not a number of the run report)", file=path, field=field,
+                         value=name, allowed=METRICS) from None
 
 
 def _simulate(data: dict[str, Any]) -> dict[str, Any]:
@@ -182,7 +202,7 @@ def _case_data(source: Source, case: Case, fitted: dict[str, Any]) -> dict[str, 
     return apply_overrides(apply_overrides(source.base, fitted), case.set)
 
 
-def _solve(source: Source, case: Case, metric_name: str, target: float) -> tuple[float, bool]:
+def _solve(source: Source, case: Case, metric_name: str, target: float, path: Path | None = None) -> tuple[float, bool]:
     """The fit parameter's value at which ``case``'s ``metric_name`` equals ``target``, by
     bisection in log space over the fit's bounds (the metric must be monotone in it), and
     whether the bounds bracket the target (if not, the value is the nearer bound)."""
@@ -191,7 +211,8 @@ def _solve(source: Source, case: Case, metric_name: str, target: float) -> tuple
     lo, hi = math.log(fit.bounds[0]), math.log(fit.bounds[1])
 
     def value(x: float) -> float:
-        return metric(_simulate(_case_data(source, case, {fit.parameter: math.exp(x)})), metric_name)
+        return _metric(_simulate(_case_data(source, case, {fit.parameter: math.exp(x)})), metric_name,
+                       path, "fit.metric")
 
     f_lo, f_hi = value(lo), value(hi)
     increasing = f_hi > f_lo
@@ -220,7 +241,7 @@ def _fit_case(source: Source, path: Path) -> Case:
 def fit_parameter(source: Source, path: Path) -> tuple[str, float]:
     """Bisect the fit parameter (in log space) until the case's metric matches its figure."""
     case = _fit_case(source, path)
-    value, _ = _solve(source, case, source.fit.metric, case.expected[source.fit.metric])
+    value, _ = _solve(source, case, source.fit.metric, case.expected[source.fit.metric], path)
     return source.fit.parameter, value
 
 
@@ -283,19 +304,20 @@ def validate_source(path: Path, progress=None, *, workers: int | None = None,
             raise report.located(file=path, prefix=f"cases[{case.name}]") from None
         report = reports[case.name] = report.to_dict()
         for name, expected in case.expected.items():
-            try:
-                predicted = metric(report, name)
-            except KeyError:
-                raise InputError("unknown metric", file=path, field=f"cases[{case.name}].expected",
-                                 value=name, allowed="step_time_s, a breakdown phase, a dotted report "
-                                 "path such as throughput.tokens_per_s, or a sum of these joined by +") from None
+            predicted = _metric(report, name, path, f"cases[{case.name}].expected")
             is_fit = bool(source.fit and source.fit.case == case.name and source.fit.metric == name)
             result.figures.append(Figure(source.source, case.name, name, predicted, expected,
                                          source.tolerance, is_fit))
         if progress:
             progress(case.name)
-    for check in source.checks:
-        ratio = metric(reports[check.numerator], check.metric) / metric(reports[check.denominator], check.metric)
+    for i, check in enumerate(source.checks):
+        where = f"checks[{i}].metric"
+        numerator = _metric(reports[check.numerator], check.metric, path, where)
+        denominator = _metric(reports[check.denominator], check.metric, path, where)
+        if denominator == 0:
+            raise InputError(f"the metric is 0 in case {check.denominator!r}: no ratio", file=path, field=where,
+                             value=check.metric, allowed="a metric that is not 0 in the denominator's case")
+        ratio = numerator / denominator
         ok = (check.at_least is None or ratio >= check.at_least) and (check.at_most is None or ratio <= check.at_most)
         result.checks.append((check, ratio, ok))
     return result

@@ -57,6 +57,14 @@ def fit_lengths(steps: list[Step], table: dict, *, cap_hint: float | None, batch
     mean = sum(means) / len(means)
     clip = sum(clips) / len(clips) if clips else None
     observed_max = max(maxes) if maxes else None
+    span = f"steps {steps[0].step}..{steps[-1].step}"
+    if mean <= 0:
+        raise InputError(f"every {what} length mean is 0 in {span}: nothing to fit", field=mean_key, value=mean,
+                         allowed=f"a log of steps that generated {what}s (mean length > 0)")
+    if observed_max is not None and observed_max < mean:
+        raise InputError(f"the longest {what} logged in {span} is shorter than their mean", field=max_key,
+                         value=observed_max, allowed=f"a max >= the mean ({mean:g}): {max_key} and {mean_key} "
+                         "of the same responses")
     if clip and observed_max is not None:
         cap, cap_from = observed_max, f"{max_key} (responses clipped: the longest is the cap)"
         if cap_hint is not None and abs(cap_hint - observed_max) > 0.5:

@@ -129,7 +129,7 @@ def fit(mean: float, cap: float | None, clip_ratio: float | None = None, *, max_
     (see the module's notes for the case without a clip ratio)."""
     if mean <= 0:
         raise ValueError("the mean length must be > 0")
-    if clip_ratio and cap is not None and 0 < clip_ratio < 1:
+    if clip_ratio and cap is not None and 0 < 1 - clip_ratio < 1:  # (a ratio of 1e-300 is 0 here)
         z = _N.inv_cdf(1 - clip_ratio)
         lc = math.log(cap)
 
@@ -148,7 +148,7 @@ def fit(mean: float, cap: float | None, clip_ratio: float | None = None, *, max_
         else:
             s = _bisect(gap, lo, hi)
         return Fitted(math.exp(lc - s * z), s, cap, "the clip ratio and the mean", note)
-    if clip_ratio is not None and clip_ratio >= 1:
+    if clip_ratio is not None and 1 - clip_ratio <= 0:
         s = SIGMA_RANGE[0]
         mu, _ = _mu_for_mean(cap if cap is not None else mean, s, cap)
         return Fitted(math.exp(mu), s, cap, "every response clipped (clip ratio 1)")
