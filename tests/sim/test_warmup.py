@@ -30,7 +30,7 @@ def test_a_missing_part_is_said_with_an_estimate_and_progress(plan, monkeypatch)
     out = io.StringIO()
     warmup.prepare(plan, out, processes=1)
     lines = out.getvalue().splitlines()
-    assert lines[0].startswith("twin: compiling the simulator's kernels") and "s on this machine" in lines[0]
+    assert lines[0].startswith("twin: compiling the simulator's kernels") and " idle core" in lines[0]
     assert [line.split(":")[1] for line in lines[1:]] == [" compiling kernels"] * 2
     assert "2 of 2 parts" in lines[-1]
 

@@ -130,10 +130,8 @@ def prepare(plan: Plan, stream=None, processes: int | None = None) -> None:
     # process), for a wall time of 27.6 s against 32.2 on two idle cores: on two cores, usually
     # shared, they compile in this process and leave the other core alone; with more, in parallel.
     cores = processes or max(1, min(len(todo), (os.cpu_count() or 1) - 1))
-    guess = estimate_s(todo, cores)
-    print(f"twin: compiling the simulator's kernels, once for this version (~{math.ceil(guess)} s "
-          f"on this machine now; {len(todo)} parts{f' on {cores} processes' if cores > 1 else ''})",
-          file=stream, flush=True)
+    print(f"twin: compiling the simulator's kernels, once for this version ({_guess(todo, cores)}; "
+          f"{len(todo)} parts{f' on {cores} processes' if cores > 1 else ''})", file=stream, flush=True)
     start = time.monotonic()
     ordered = sorted(todo, key=lambda p: -PART_SECONDS[p])  # longest first: the least wall time
     if cores > 1:
@@ -146,6 +144,15 @@ def prepare(plan: Plan, stream=None, processes: int | None = None) -> None:
         for done, name in enumerate(ordered, 1):
             _run_part((name, plan))
             _said(stream, done, len(ordered), name, start)
+
+
+def _guess(todo: list[str], processes: int) -> str:
+    """The estimate as a range: idle cores, and this machine's load average (which counts every
+    runnable process, so it overstates: at load 10.7 on 2 cores it said 173 s for 64 s)."""
+    cores = os.cpu_count() or 1
+    idle, loaded = (math.ceil(estimate_s(todo, processes, load=load)) for load in (0.0, None))
+    where = f"{cores} idle core{'s' if cores > 1 else ''}"
+    return f"~{idle} s on {where}" + (f", up to ~{loaded} s at this machine's load" if loaded > 1.5 * idle else "")
 
 
 def _said(stream, done: int, total: int, name: str, start: float) -> None:
