@@ -47,6 +47,17 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
     if missing:
         raise CalibrationError(f"cannot fit a device profile without the {', '.join(missing)} suite(s); "
                                "measure them (drop --only) or rerun to resume")
+    compute = _compute(target, store)
+    memory = _memory(target, store)
+    prof = {"kind": target.kind, "name": target.name,
+            "description": f"{target.device_name}, calibrated on {target.host} ({target.date})",
+            "provenance": _provenance(target, command, csv_name), "compute": compute, "memory": memory,
+            "overhead": _overhead(store)}
+    return prof
+
+
+def _compute(target: Target, store: Store) -> dict:
+    """The profile's compute section: peak rate per dtype, GEMM and attention efficiency curves."""
     primary = PRIMARY_DTYPE[target.device]
     peaks = {}
     for dtype in ("fp32", "tf32", "bf16", "fp16", "fp8"):
@@ -72,6 +83,14 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
             "half by FLOP (where the fixed cost of a call is small), isotonic in M. A few-row GEMM is bound by "
             "streaming its weight (2M FLOP per weight element whatever K and N), so this limit depends on M "
             "alone.")}
+    compute.update(_attention(store, peaks))
+    return compute
+
+
+def _attention(store: Store, peaks: dict) -> dict:
+    """Attention efficiency curves (prefill, decode, backward, by head width), relative to the best
+    GEMM rate of the calls' dtype; empty without attention rows."""
+    compute = {}
     measured = [r for r in store.select("attention") if r.seconds > 0]
     forward = [r for r in measured if r.op != "backward"]
     prefill = [r for r in forward if r.op != "decode"]
@@ -108,6 +127,11 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
                 f"{', '.join(str(int(p[0])) for p in by_width)} with heads × head_dim fixed (same FLOP per call): "
                 "per width the median, over the calls, of its rate over the best width's rate for that call; "
                 "relative to the best width")}
+    return compute
+
+
+def _memory(target: Target, store: Store) -> dict:
+    """The profile's memory section: capacity, copy bandwidth and element-wise curves."""
     copies = store.select("memory", op="copy")
     bandwidth = fit.peak_rate([r.rate for r in copies])
     mem_curve = fit.efficiency_curve(*_sizes_rates(copies), bandwidth, shape="unimodal")
@@ -138,11 +162,7 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
                                       "best copy rate; unimodal fit"}
     if classes:
         memory["elementwise_classes"] = classes
-    prof = {"kind": target.kind, "name": target.name,
-            "description": f"{target.device_name}, calibrated on {target.host} ({target.date})",
-            "provenance": _provenance(target, command, csv_name), "compute": compute, "memory": memory,
-            "overhead": _overhead(store)}
-    return prof
+    return memory
 
 
 ELEMENTWISE_CLASS_WHAT = {

@@ -102,6 +102,8 @@ class Comparison:
     # an eager decode iteration (DISPATCH_LAYERS layers) as calibrated, and timed just before
     # and just after this configuration ran: whether the machine is still the profiled one
     dispatch_s: dict[str, float] = field(default_factory=dict)
+    # the step `twin run` gives this configuration's scenario (calibrate.predict.simulated_step_s)
+    simulated_step_s: float | None = None
 
     def error(self, key: str) -> float:
         return (self.predicted[key] - self.measured[key]) / self.measured[key]
@@ -145,7 +147,7 @@ def run(profile_path: Path, configs=DEFAULT_CONFIGS, progress=None, device: str 
     """Run each configuration on ``device``, predict it from ``profile_path``, compare. Around
     each configuration the host's dispatch speed is timed again (an eager decode iteration),
     so that a miss on a machine that drifted since calibration shows as such."""
-    from calibrate.predict import predict_median
+    from calibrate.predict import predict_median, simulated_step_s
 
     calibrated = calibrated_iteration_s(profile_path)
     out = []
@@ -157,6 +159,7 @@ def run(profile_path: Path, configs=DEFAULT_CONFIGS, progress=None, device: str 
         predicted = predict_median(cfg, Path(profile_path), [s.targets for s in result.steps])
         cmp = compare(cfg.name, predicted, measured)
         cmp.dispatch_s = {"calibrated": calibrated, "before": before, "after": after}
+        cmp.simulated_step_s = simulated_step_s(cfg, Path(profile_path))
         out.append(cmp)
     return out
 
@@ -168,6 +171,10 @@ def render(comparisons: list[Comparison]) -> str:
             lines.append(f"{c.config:20s} {key:13s} {c.predicted[key]:12.4f} {c.measured[key]:11.4f} "
                          f"{c.error(key):+7.1%}")
         lines.append(f"{'':20s} {'-> ' + ('within tolerance' if c.ok else 'MISS: ' + '; '.join(c.failures))}")
+        if c.simulated_step_s is not None:
+            miss = c.simulated_step_s / c.measured["step"] - 1
+            lines.append(f"{'':20s}    twin run on this scenario (the simulator, its own draws of these lengths, "
+                         f"without the probe's dispatch terms): step {c.simulated_step_s:.4f} s ({miss:+.1%})")
         if c.dispatch_s:
             d = c.dispatch_s
             drift = [d[k] / d["calibrated"] - 1 for k in ("before", "after")]

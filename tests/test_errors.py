@@ -1,5 +1,3 @@
-import time
-
 import pytest
 
 from twin.errors import InputError, _show
@@ -19,11 +17,9 @@ def test_show_never_builds_the_repr_of_a_huge_or_deep_value():
     deep: list = []
     for _ in range(100_000):
         deep = [deep]
-    start = time.perf_counter()
     assert _show(bomb).startswith("[" * 13 + "'x', 'x'") and len(_show(bomb)) == 80
     assert _show(deep).startswith("[[[[") and len(_show(deep)) == 80
     assert _show(2**50000) == "an integer of over 4000 digits"
-    assert time.perf_counter() - start < 1
     assert "(got an integer of 101 digits)" in InputError("p", value=10**100).message
 
 

@@ -72,6 +72,7 @@ class Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     base: Any = None  # the report (twin.runner.Report) a "gains" job judges
     budget: tuple[int, int] | None = None  # a "plan" job's (GPUs, max staleness)
+    objective: str | None = None  # a "plan" job's ranking (None: the planner's default)
 
 
 class JobProgress(Message):
@@ -280,7 +281,9 @@ class TwinApp(App[int]):
             self.query_one(PlanView).error(short_message(exc))
             return
         self.query_one(PlanView).say("[$text-muted]planning…[/]")
-        self.start(Job(self._next_id(), "plan", [request], budget=(message.gpus, message.max_staleness)))
+        objective = message.objective if message.objective != "useful_trajectories_per_hour" else None
+        self.start(Job(self._next_id(), "plan", [request], budget=(message.gpus, message.max_staleness),
+                       objective=objective))
 
     def on_plan_view_open(self, message: PlanView.Open) -> None:
         """A ranked candidate chosen: run it as the baseline, shown in the Loop tab."""
@@ -340,7 +343,8 @@ class TwinApp(App[int]):
                     results.append(self.sensitivity(request, job.base))
                     continue
                 if job.kind == "plan":  # cancelled between simulations
-                    results.append(self.planner(request, *job.budget, progress=partial(self._count, job)))
+                    ranking = {"objective": job.objective} if job.objective else {}
+                    results.append(self.planner(request, *job.budget, progress=partial(self._count, job), **ranking))
                     continue
                 report = partial(self._report_progress, job, request.ref)
                 results.append(self._simulate(request, cancellable(report, job.cancel)))

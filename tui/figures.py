@@ -69,7 +69,8 @@ def diagnosis(data: dict[str, Any]) -> str:
     verdict = data.get("verdict")
     if isinstance(verdict, dict) and isinstance(verdict.get("diagnosis"), str):
         return verdict["diagnosis"]
-    return verdict_line([LinkRow.model_validate(row) for row in data["bottleneck"]])
+    return verdict_line([LinkRow.model_validate(row) for row in data["bottleneck"]],
+                        whatif_hint="press g in the Verdict tab to measure what more of it buys")
 
 
 def marginal_gains(data: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -97,8 +98,9 @@ def scenario_summary(sc: dict[str, Any]) -> list[tuple[str, str]]:
         ("model", str(sc["model"]["name"])),
         ("cluster", f"{c['nodes']} × {c['gpus_per_node']} {gpu} = {c['nodes'] * c['gpus_per_node']} GPUs"),
         ("mode", p["mode"]),
-        ("rollout", f"{p['rollout']['gpus']} GPUs, tp {p['rollout']['tp']}, {p['rollout']['engine']} batching"),
-        ("trainer", f"{p['trainer']['gpus']} GPUs, ZeRO-{p['trainer']['zero_stage']}"),
+        ("rollout", f"{_pool_gpus(p['rollout'].get('gpus'), c)}, tp {p['rollout']['tp']}, "
+                    f"{p['rollout']['engine']} batching"),
+        ("trainer", f"{_pool_gpus(p['trainer'].get('gpus'), c)}, ZeRO-{p['trainer']['zero_stage']}"),
         ("algorithm", f"{a['name']}: {a['prompts_per_step']} prompts × {a['responses_per_prompt']} responses"),
         ("staleness", str(a["staleness"]) + (", partial rollout" if a.get("partial_rollout") else "")),
         ("response tok", distribution_text(w["response_tokens"])),
@@ -110,6 +112,13 @@ def scenario_summary(sc: dict[str, Any]) -> list[tuple[str, str]]:
                                    f"{distribution_text(mt['tool_latency_s'], kind=False)} s each"))
     rows.append(("run", f"{sc['run']['steps']} steps, seed {sc['run']['seed']}"))
     return rows
+
+
+def _pool_gpus(gpus: int | None, cluster: dict[str, Any]) -> str:
+    """A pool's GPUs; None where rollout and trainer share the cluster's (colocated)."""
+    if gpus is None:
+        return f"{cluster['nodes'] * cluster['gpus_per_node']} GPUs, shared"
+    return f"{gpus} GPUs"
 
 
 def distribution_text(d: dict[str, Any], kind: bool = True) -> str:

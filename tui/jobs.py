@@ -120,15 +120,18 @@ def curve_budgets(gpus: int) -> list[int]:
 
 
 def run_plan(request: RunRequest, gpus: int, max_staleness: int,
-             progress: Any = None, workers: int | None = None, top: int = PLAN_TOP) -> PlanRun:
+             progress: Any = None, workers: int | None = None, top: int = PLAN_TOP,
+             objective: str = "useful_trajectories_per_hour") -> PlanRun:
     """``twin.studies.planner.plan_budget`` at ``gpus`` (its top ``top``) and, for the curve, at the
     other budgets of :func:`curve_budgets` (their best only). ``progress(budget, done, total,
     what)`` follows each; raising from it (:class:`Cancelled`) stops the planning. Raises
-    :class:`InputError` when nothing fits ``gpus`` itself; a curve budget nothing fits is a gap."""
+    :class:`InputError` when nothing fits ``gpus`` itself; a curve budget nothing fits is a gap.
+    ``objective``: what the candidates are ranked by (the planner's; the Plan tab offers
+    useful trajectories/h and time to target)."""
     def plan(budget: int, keep: int):
         tick = (lambda done, total, what: progress(budget, done, total, what)) if progress else None
         return plan_budget(request.ref, request.overrides, gpus=budget, max_staleness=max_staleness,
-                           top=keep, workers=workers, progress=tick)
+                           top=keep, workers=workers, progress=tick, objective=objective)
 
     result = plan(gpus, top)  # first: a budget nothing fits fails before the curve is spent on
     best = {gpus: result.best.report.useful_trajectories_per_hour}

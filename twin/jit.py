@@ -88,6 +88,48 @@ else:
           "kernels compile anew in every run (~30 s)", file=sys.stderr)
 
 
+def is_cached(dispatcher, accept=lambda sig: True) -> bool:
+    """Whether the cache holds machine code of a kernel, for the current source and Numba, under
+    a signature ``accept`` takes: an index entry whose data file exists (Numba writes the index
+    first, so a kernel another process is still compiling does not count). Plain Python
+    functions (``NUMBA_DISABLE_JIT=1``) need no compiling: cached."""
+    cache = getattr(dispatcher, "_cache", None)
+    if cache is None:
+        return True
+    try:
+        index = cache._cache_file._load_index()  # {} when absent, stale or of another Numba
+    except Exception:  # an unreadable index: compile again
+        return False
+    return any(accept(key[0]) and os.path.exists(os.path.join(cache.cache_path, name))
+               for key, name in index.items())
+
+
+def by_batching(continuous, static):
+    """A kernel helper ``f(flag, *args)`` that calls ``continuous(*args)`` when ``flag`` is None
+    and ``static(*args)`` otherwise.
+
+    Compiled, the choice is made from ``flag``'s *type* when the caller is compiled, so a caller
+    specialised for ``None`` contains (and compiles) only ``continuous``, and one for ``True``
+    only ``static``: a pool compiles the batching it uses, not both (about a third of the
+    compile time of the first run). With ``NUMBA_DISABLE_JIT=1`` it is a plain Python call.
+    """
+    def chosen(flag, *args):
+        return (continuous if flag is None else static)(*args)
+
+    if not numba.config.DISABLE_JIT:
+        from numba.core import types
+        from numba.extending import overload
+
+        @overload(chosen)
+        def _typed(flag, *args):
+            target = continuous if isinstance(flag, types.NoneType) else static
+
+            def impl(flag, *args):
+                return target(*args)
+            return impl
+    return chosen
+
+
 def njit(fn=None, **options):
     """``numba.njit`` with the on-disk cache on where it can be written; usable bare or with options."""
     options.setdefault("cache", CACHE_DIR is not None)

@@ -8,12 +8,17 @@ is never changed: overrides apply to the input, which is then resolved again
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, Union
 
+from twin.analysis.frames import frame
+from twin.analysis.html import available, run_html
+from twin.analysis.pricing import costs
+from twin.analysis.render import render_run
 from twin.analysis.report import LinkRow, ReportData, RoleMemory, StepRow, Throughput, build_report, rounded
 from twin.analysis.run import step_figures, time_to_all
 from twin.analysis.trace import chrome_trace
@@ -144,6 +149,11 @@ class Report:
         rows = time_to_all(step_figures(self.result), list(until))
         return replace(self, data=self.data.model_copy(update={"time_to": rounded(rows)}))
 
+    def with_price(self, gpu_hour_price: float) -> Report:
+        """This report with ``cost``: its GPU time at ``gpu_hour_price`` per GPU-hour (per step,
+        per 1,000 useful trajectories, per run; :mod:`twin.analysis.pricing`)."""
+        return replace(self, data=self.data.model_copy(update={"cost": costs(self.data, gpu_hour_price)}))
+
     def to_dict(self) -> dict[str, Any]:
         """The report as plain data; with a verdict, each bottleneck row's ``marginal_gain``
         and the ``verdict`` section."""
@@ -160,7 +170,32 @@ class Report:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def chrome_trace(self) -> dict[str, Any]:
-        return chrome_trace(self.result.spans)
+        r = self.result
+        return chrome_trace(r.spans, engine_steps=r.engine_steps, batches=r.batches)
+
+    # ------------------------------------------------------------ views: text, page, notebook, frame
+    def render(self) -> str:
+        """The report as ``twin run`` prints it."""
+        return render_run(self.data, self.to_dict().get("verdict"))
+
+    def to_html(self, *, whole: bool = True) -> str:
+        """The report as one self-contained HTML page with charts (``twin run --html``; needs
+        matplotlib, the ``html`` extra); ``whole=False``: a ``<div>`` to embed."""
+        return run_html(self.data, self.to_dict().get("verdict"), self.render(), self.result, whole=whole)
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the report's charts inline (without matplotlib: its text)."""
+        return self.to_html(whole=False) if available() else f"<pre>{html.escape(self.render())}</pre>"
+
+    def to_frame(self):
+        """One row per simulated step (its times, trajectories, tokens, binding link, and each
+        phase as ``phases.<name>``): a pandas DataFrame (needs pandas)."""
+        return frame([s.model_dump() for s in self.data.steps])
+
+    def __repr__(self) -> str:
+        return (f"Report({self.data.scenario.get('name')}: step {self.step_time_s:,.1f} s, "
+                f"{self.useful_trajectories_per_hour:,.0f} useful trajectories/h, binding link "
+                f"{self.binding_link}{', with verdict' if self.verdict is not None else ''})")
 
 
 def simulate(plan: Plan, progress: Progress | None = None) -> Report:

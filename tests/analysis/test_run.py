@@ -8,7 +8,7 @@ import pytest
 
 from twin import runner
 from twin.analysis.render import render_run
-from twin.analysis.run import binding_changes, change_text, parse_until, step_figures, time_to
+from twin.analysis.run import binding_changes, binding_ties, change_text, parse_until, step_figures, tie_text, time_to
 from twin.cli import main
 from twin.errors import InputError
 from twin.sim.result import StepRecord
@@ -102,3 +102,60 @@ def test_cli_until_in_text_and_json(capsys, tmp_path):
     assert "1,000 trajectories after" in text and "(step 4, extrapolated at the last step's rate)" in text
     rows = json.loads(out.read_text())["time_to"]
     assert [(r["training_step"], r["extrapolated"]) for r in rows] == [(2, False), (4, True)]
+
+
+def _noisy(means: list[tuple[float, float]], seed: int = 0):
+    """A stand-in result whose step i waited rollout ~ N(means[i][0], 1) s and optimization
+    ~ N(means[i][1], 1) s on the critical path."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    steps, t = [], 0.0
+    for i, (r, o) in enumerate(means):
+        a, b = max(0.0, r + rng.normal()), max(0.0, o + rng.normal())
+        steps.append(StepRecord(step=i, start=t, end=t + a + b, critical=[("rollout", a), ("optimization", b)],
+                                trajectories=10, generated_tokens=11_400.0))
+        t += a + b
+    return SimpleNamespace(steps=steps, plan=None)
+
+
+def test_near_tied_links_are_a_tie_not_a_change_back_and_forth():
+    """Issue 26 item 4: two links a few tenths of a second apart under a second of noise per
+    step flipped the "binding link changes" list; now no change, and the tie is said."""
+    result = _noisy([(10.2, 10.0)] * 200)
+    figures = step_figures(result)
+    assert sum(f["binding_link"] != figures[i - 1]["binding_link"] for i, f in enumerate(figures) if i) > 20
+    assert binding_changes(result, figures) == []
+    ties = binding_ties(result, figures)
+    assert ties and all(t["links"] == ["optimization", "rollout"] for t in ties)
+    assert sum(t["to_step"] - t["from_step"] + 1 for t in ties) > 150
+    assert tie_text(ties[0]).startswith(f"optimization and rollout are tied over steps {ties[0]['from_step']}-")
+    assert "mean responses 1,140 tokens" in tie_text(ties[0])
+
+
+def test_a_change_beyond_the_noise_band_is_still_named_once():
+    result = _noisy([(8.0, 12.0)] * 100 + [(12.0, 8.0)] * 100, seed=1)
+    changes = binding_changes(result, step_figures(result))
+    assert [(c["previous"], c["link"]) for c in changes] == [("optimization", "rollout")]
+    assert 90 <= changes[0]["training_step"] <= 115
+    assert binding_ties(result, step_figures(result)) == []
+
+
+def test_preemptions_are_priced_in_seconds_of_the_step_and_fewer_sequences_explained():
+    """Issue 26 item 5: the KV cache's preemptions said in seconds (and share of generation),
+    with why fewer sequences is not simply faster."""
+    data = {"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 4},
+            "placement": {"mode": "colocated", "rollout": {"gpu_memory_utilization": 0.3, "max_num_seqs": 256},
+                          "trainer": {"zero_stage": 3}},
+            "algorithm": {"prompts_per_step": 32, "responses_per_prompt": 8},
+            "workload": {"prompt_tokens": {"kind": "fixed", "value": 200},
+                         "response_tokens": {"kind": "lognormal", "median": 6000, "sigma": 0.5, "max": 16384}},
+            "run": {"steps": 2, "seed": 0}}
+    report = runner.run(data)
+    counters = report.data.counters
+    assert counters["preemptions"] > 0 and counters["recompute_s_per_engine_step"] > 0
+    text = render_run(report.data)
+    share = counters["recompute_s_per_engine_step"] / report.data.breakdown["generation"]
+    assert (f"recomputed: {counters['recompute_s_per_engine_step']:,.2f} s of each engine's step ({share:.1%} of the "
+            in text)
+    assert "fewer sequences (max_num_seqs, 256 here) preempt less but decode fewer tokens an iteration" in text

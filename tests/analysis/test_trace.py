@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from twin.analysis.trace import chrome_trace
 from twin.sim.timeline import Timeline
 
@@ -19,3 +21,33 @@ def test_chrome_trace_has_named_tracks_and_microsecond_spans():
     assert gen["ts"] == 0.0 and gen["dur"] == 1_500_000.0
     counters = [e for e in events if e["ph"] == "C"]
     assert counters and max(e["args"]["units"] for e in counters) == 1.0
+
+
+def test_trace_shows_each_engine_s_preemptions_and_each_rollout_batch():
+    """Issue 26 item 18: preemptions per engine (instant events at a step's end, with the
+    tokens recomputed, and a running counter) and a span per rollout batch."""
+    from twin import runner
+
+    data = {"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 4},
+            "placement": {"mode": "colocated", "rollout": {"gpu_memory_utilization": 0.3, "max_num_seqs": 256},
+                          "trainer": {"zero_stage": 3}},
+            "algorithm": {"prompts_per_step": 32, "responses_per_prompt": 8},
+            "workload": {"prompt_tokens": {"kind": "fixed", "value": 200},
+                         "response_tokens": {"kind": "lognormal", "median": 6000, "sigma": 0.5, "max": 16384}},
+            "run": {"steps": 2, "seed": 0}}
+    report = runner.run(data)
+    events = report.chrome_trace()["traceEvents"]
+    json.dumps(events)
+    preempted = [e for e in events if e["ph"] == "i" and e["name"] == "preempted"]
+    assert preempted and {e["args"]["step"] for e in preempted} <= {0, 1}
+    assert sum(e["args"]["preemptions"] for e in preempted) == report.data.counters["preemptions"]
+    # as counted at each step's end: the run's total settles what the prefix cache kept after
+    assert sum(e["args"]["tokens_recomputed"] for e in preempted) == pytest.approx(
+        report.data.counters["wasted_tokens"], rel=1e-3)
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert all(threads[(e["pid"], e["tid"])].startswith("rollout/engine-") for e in preempted)
+    batches = [e for e in events if e["ph"] == "X" and e["name"].startswith("batch for step")]
+    assert len(batches) >= 2 and all(e["dur"] > 0 for e in batches)
+    steps = report.result.steps
+    first = min(batches, key=lambda e: e["ts"])
+    assert first["ts"] == 0.0 and first["ts"] + first["dur"] <= steps[0].end * 1e6 + 1

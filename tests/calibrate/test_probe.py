@@ -162,6 +162,7 @@ def test_validate_probe_times_host_dispatch_around_each_configuration(tmp_path, 
     assert cmp.dispatch_s["calibrated"] == pytest.approx(want, rel=1e-3)
     assert cmp.dispatch_s["before"] > 0 and cmp.dispatch_s["after"] > 0
     assert "host dispatch" in render([cmp])
+    assert cmp.simulated_step_s > 0 and "twin run on this scenario" in render([cmp])
 
 
 def test_render_says_when_the_machine_changed_since_calibration():

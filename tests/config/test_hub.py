@@ -80,7 +80,7 @@ def test_without_the_package_an_unknown_id_says_what_to_pass(monkeypatch):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)
     with pytest.raises(InputError) as err:
         resolve_model("tiny-org/Tiny-Model", "model")
-    assert "pip install rltwin[hub]" in err.value.message and "\n" not in err.value.message
+    assert 'pip install ".[hub]"' in err.value.message and "\n" not in err.value.message
 
 
 def test_a_hub_error_is_one_line_and_a_named_fine_tune_still_resolves(monkeypatch):

@@ -1,5 +1,3 @@
-import time
-
 import pytest
 
 from twin.config.io import MAX_DEPTH, MAX_VALUES, UnsafeYAML, load_json, load_yaml, read_mapping
@@ -30,10 +28,8 @@ def test_deep_nesting_is_refused_at_the_line_it_crosses_the_limit():
 
 
 def test_alias_bomb_stops_before_expanding():
-    start = time.perf_counter()
-    err = _problem(BOMB)
+    err = _problem(BOMB)  # counted while parsing: refused before a value is expanded
     assert f"more than {MAX_VALUES:,} values" in err.problem
-    assert time.perf_counter() - start < 5
 
 
 def test_alias_cycle_duplicate_keys_and_overlong_integers():

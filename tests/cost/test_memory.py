@@ -192,3 +192,20 @@ def test_a_scoring_pass_with_a_larger_cap_can_set_the_trainer_peak():
         "cluster": {"nodes": 4, "gpu": "h20"}})
     acts = trainer_activation_bytes(p.model, p)
     assert "logits (16-bit)" in acts and acts["logits (16-bit)"] == pytest.approx(2 * 152_064 * 92_160)
+
+
+def test_a_remedy_suggests_only_the_offload_settings_not_on_already():
+    """Issue 26 item 9: a remedy named offload_params/offload_optimizer that were on already."""
+    from twin.cost.memory import memory_problem
+
+    data = {"model": "qwen2.5-7b", "cluster": {"nodes": 1}, "placement": {"mode": "colocated",
+            "rollout": {"gpu_memory_utilization": 0.9}, "trainer": {"zero_stage": 0, "offload_params": True}}}
+    fix = rollout_memory(plan_of(data)).fix
+    assert "offload the trainer's state (placement.trainer.offload_optimizer)" in fix and "offload_params" not in fix
+    both = {"model": "llama-3.1-70b", "cluster": {"nodes": 1, "gpus_per_node": 1}, "placement": {
+        "mode": "colocated", "trainer": {"offload_params": True, "offload_optimizer": True}}}
+    err = memory_problem(plan_of(both))
+    assert err.field == "placement.rollout" and "offload" not in err.allowed
+    assert err.allowed == "raise placement.rollout.tp or gpu_memory_utilization, shorten responses"
+    none = memory_problem(plan_of({**both, "placement": {"mode": "colocated"}}))
+    assert "(placement.trainer.offload_params, placement.trainer.offload_optimizer)" in none.allowed

@@ -10,7 +10,7 @@ def test_experiment_yaml_imports_and_checks(fx, twin_import, twin_check):
     assert data["model"] == "qwen2.5-1.5b"
     assert p["mode"] == "async" and a["staleness"] == 2 and a["partial_rollout"] is True
     assert p["rollout"]["gpus"] == 4 and p["trainer"]["gpus"] == 4
-    assert p["rollout"]["max_num_seqs"] == 64  # 256 concurrent rollouts over 4 servers
+    assert p["rollout"]["max_num_seqs"] == 256  # 256 concurrent rollouts of 4 samples each over 4 servers
     assert p["rollout"]["gpu_memory_utilization"] == 0.8
     assert (a["prompts_per_step"], a["responses_per_prompt"]) == (256, 4)
     assert data["workload"]["response_tokens"]["max"] == 1024
@@ -48,3 +48,13 @@ def test_allocation_forms_refused(text, tmp_path, twin_import):
     assert code == 2 and len(err) == 1
     assert err[0].startswith(f"twin: error: {cfg}: allocation_mode: an allocation mode the importer cannot read")
     assert "allowed: <sglang|vllm>:d<N>" in err[0]
+
+
+def test_per_engine_backends_stand_for_allocation_mode(fx, twin_import, twin_check):
+    code, data, err = twin_import("areal", fx / "areal/backend/gsm8k_grpo.yaml")
+    assert code == 0, err
+    p = data["placement"]
+    assert (p["rollout"]["gpus"], p["trainer"]["gpus"], p["mode"]) == (4, 4, "async")
+    assert p["rollout"]["max_num_seqs"] == 64  # 64 concurrent rollouts × 4 samples over 4 servers
+    assert not any("backend" in line for line in err)
+    assert twin_check(data) == 0

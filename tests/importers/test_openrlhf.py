@@ -34,3 +34,17 @@ def test_colocated_engines_must_cover_the_actor(tmp_path, twin_import):
                       "--colocate_all_models --pretrain Qwen/Qwen2.5-7B\n")
     code, _, err = twin_import("openrlhf", script)
     assert code == 2 and len(err) == 1 and "vllm_num_engines" in err[0] and "(got 2)" in err[0]
+
+
+def test_dotted_dapo_eager_sleep_and_total_length(fx, twin_import, twin_check, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the catalog names the base; nothing is fetched
+    code, data, err = twin_import("openrlhf", fx / "openrlhf/train_dapo_dotted.sh")
+    assert code == 0, err
+    a, r, t = data["algorithm"], data["placement"]["rollout"], data["placement"]["trainer"]
+    assert a["name"] == "dapo" and a["dynamic_sampling"]["enabled"] is True
+    assert r["enforce_eager"] is True
+    assert t["offload_params"] is True and t["offload_optimizer"] is True  # --ds.enable_sleep
+    assert data["workload"]["response_tokens"]["max"] == 4096
+    assert t["micro_batch_tokens"] == 4 * 6144  # micro_train_batch_size 4 × (2,048 + 4,096)
+    assert data["model"] == "OpenRLHF/Llama-3-8b-sft-mixture"  # a fine-tune named after its base (the catalog)
+    assert twin_check(data) == 0

@@ -69,3 +69,18 @@ def test_server_on_nodes_of_its_own_when_training_spans_machines(tmp_path, twin_
     assert code == 0
     assert data["cluster"] == {"nodes": 3, "gpus_per_node": 8}
     assert data["placement"]["rollout"]["gpus"] == 8 and data["placement"]["trainer"]["gpus"] == 16
+
+
+def test_server_mode_without_a_process_count_leaves_the_server_its_gpu(tmp_path, twin_import):
+    """TRL's documented pattern: one node, the server on one GPU, training on the other seven (not a
+    node of 9); the colocated engine's knobs are named as not used in server mode."""
+    script = tmp_path / "launch.sh"
+    script.write_text("CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model Qwen/Qwen2.5-1.5B &\n"
+                      "CUDA_VISIBLE_DEVICES=1,2,3,4,5,6,7 accelerate launch grpo.py --model_name_or_path Qwen/Qwen2.5-1.5B "
+                      "--use_vllm --vllm_mode server --vllm_gpu_memory_utilization 0.5 --per_device_train_batch_size 8 "
+                      "--num_generations 8\n")
+    code, data, err = twin_import("trl", script)
+    assert code == 0, err
+    assert data["cluster"] == {"nodes": 1, "gpus_per_node": 8}
+    assert (data["placement"]["trainer"]["gpus"], data["placement"]["rollout"]["gpus"]) == (7, 1)
+    assert len(err) == 1 and err[0].startswith("twin: warning: trl: not used: vllm_gpu_memory_utilization")

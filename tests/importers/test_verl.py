@@ -12,7 +12,7 @@ def test_hydra_yaml_with_defaults_imports_and_checks(fx, twin_import, twin_check
     assert p["rollout"]["max_num_seqs"] == 512 and p["rollout"]["max_num_batched_tokens"] == 16384
     assert p["trainer"]["micro_batch_tokens"] == 16384 and p["trainer"]["recompute"] is True
     assert data["workload"]["response_tokens"]["max"] == 3072
-    assert "verl 0.5" in data["description"]
+    assert "verl 0.8" in data["description"]
     assert err == ["twin: warning: verl: not used: actor_rollout_ref.actor.kl_loss_coef, "
                    "actor_rollout_ref.actor.optim.lr, trainer.project_name"]
     assert twin_check(data) == 0
@@ -126,7 +126,7 @@ def test_knobs_left_out_take_verls_defaults(tmp_path, twin_import):
     assert code == 0 and err == []
     a, r = data["algorithm"], data["placement"]["rollout"]
     assert (a["name"], a["prompts_per_step"], a["minibatches"], a["responses_per_prompt"]) == ("ppo", 1024, 4, 1)
-    assert (r["tp"], r["gpu_memory_utilization"], r["max_num_seqs"]) == (2, 0.5, 1024)
+    assert (r["tp"], r["gpu_memory_utilization"], r["max_num_seqs"]) == (2, 0.5, 256)  # verl's rollout.yaml
     assert data["workload"]["response_tokens"]["max"] == 512
 
 

@@ -164,6 +164,7 @@ class _Counting(executors.LocalExecutor):
             yield item
 
 
+@pytest.mark.slow  # starts a local Ray cluster whose workers load the kernels: minutes on 2 cores
 def test_ray_gives_the_same_ranked_json_as_the_local_pool():
     ray = pytest.importorskip("ray")
     local = twin.plan_budget("grpo-8b-disaggregated", SMALL_DICT, workers=2, **PLAN16)
@@ -222,7 +223,7 @@ def test_ctrl_c_prints_the_best_so_far_and_exits_130(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--executor", "ray"], 'Ray is not installed (got \'ray\'); allowed: pip install "rltwin[ray]"'),
+    (["--executor", "ray"], 'Ray is not installed (got \'ray\'); allowed: pip install ".[ray]" from a clone of rltwin'),
     (["--ray-address", "localhost:6379"], "--ray-address only applies to --executor ray"),
 ])
 def test_executor_bad_input_is_one_line_and_exit_2(monkeypatch, capsys, args, message):
@@ -307,3 +308,24 @@ def test_colocated_candidates_of_a_separate_pool_scenario_take_the_memory_fracti
         plan = runner.plan(apply_overrides(base, c.overrides))
         cap = plan.gpu.memory.capacity_bytes
         assert util == int((cap - resident_trainer_bytes(plan)) / cap * 100) / 100 < 0.9
+
+
+def test_separate_pool_candidates_drop_the_trainer_offload_that_does_nothing_there():
+    """Issue 26 item 8: offload on GPUs of the trainer's own saves no memory at a pass's peak and
+    costs host transfers: the separate-pool candidates (and so a best one) drop it."""
+    scenario, base = planner._base("grpo-7b-colocated", {"placement.trainer.offload_params": True,
+                                                         "placement.trainer.offload_optimizer": True})
+    for c in planner._generate(base, scenario, [{}], 32, 1):
+        for flag in ("offload_params", "offload_optimizer"):
+            assert c.overrides.get(f"placement.trainer.{flag}") == (None if c.mode == "colocated" else False)
+    off, base_off = planner._base("grpo-7b-colocated", {"placement.trainer.offload_params": False})
+    assert not any("placement.trainer.offload_params" in c.overrides for c in planner._generate(base_off, off, [{}], 32, 1))
+
+
+def test_the_table_names_the_critical_path_share_and_the_staleness_cap(capsys):
+    code = main(["plan", "grpo-8b-disaggregated", "--gpus", "16", *SMALL, "--top", "2", "--workers", "1",
+                 "--max-staleness", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "binding link (critical-path share, load)" in out
+    assert "staleness searched up to 1 (--max-staleness 1)" in out

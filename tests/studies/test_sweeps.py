@@ -70,7 +70,7 @@ def test_parquet_without_pyarrow_names_the_extra(monkeypatch, capsys, tmp_path):
     out = tmp_path / "s.parquet"
     assert main(["sweep", "grpo-8b-disaggregated", "--grid", "placement.rollout.gpus=8,16", "--parquet", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and 'pip install "rltwin[parquet]"' in err[0] and not out.exists()
+    assert len(err) == 1 and 'pip install ".[parquet]"' in err[0] and not out.exists()
 
 
 @pytest.mark.parametrize("args, message", [

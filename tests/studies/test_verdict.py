@@ -245,3 +245,47 @@ def test_engines_re_placed_on_their_own_gpus_take_the_dedicated_memory_fraction(
     for split in _splits(report.plan, report):
         # the fraction a colocated engine leaves the trainer no longer binds; a larger one is kept
         assert split.get("placement.rollout.gpu_memory_utilization") == alone
+
+
+def test_colocated_gpus_lever_is_named_as_its_row():
+    """Issue 26 item 6: where rollout and trainer share GPUs, the ×2 GPUs row is said as such in
+    the diagnosis, not as "more rollout GPUs"."""
+    from twin.studies.verdict import diagnosis, sensitivity
+
+    report = runner.run(small(placement={"mode": "colocated"}, run={"steps": 3, "seed": 3}))
+    row = next(r.to_dict() for r in sensitivity(report, ["rollout_gpus_x2"], workers=1, noise=False))
+    assert row["description"] == "×2 GPUs (rollout and trainer share them)"
+    assert row["short"] == "×2 GPUs (shared)"
+    top = [LinkRow(link="rollout", saturated=False, load=0.3, critical_path_share=0.6, binds=True)]
+    line = diagnosis(top, [row])
+    assert "×2 GPUs (shared): " in line and "more rollout GPUs" not in line
+    disaggregated = runner.run(small(run={"steps": 3, "seed": 3}))
+    row = next(r.to_dict() for r in sensitivity(disaggregated, ["rollout_gpus_x2"], workers=1, noise=False))
+    assert row["short"] == "more rollout GPUs"
+
+
+def test_levers_the_named_stack_lacks_are_marked_with_the_stacks_that_have_them():
+    """Issue 26 item 7: a TRL scenario's staleness row says TRL's GRPOTrainer lacks it and which
+    built-in stacks have it; the same row under verl is not marked."""
+    from twin.analysis.render import pressure_note
+    from twin.studies.verdict import diagnosis, sensitivity
+
+    rows = {}
+    for framework in ("trl", "verl"):
+        report = runner.run(small(framework=framework, run={"steps": 3, "seed": 3}))
+        rows[framework] = next(r.to_dict() for r in sensitivity(report, ["staleness_plus1"], workers=1, noise=False))
+    said = rows["trl"]["not_in_framework"]
+    assert said.startswith("not in TRL's GRPOTrainer; ") and "verl" in said and "AReaL" in said
+    assert said in pressure_note(rows["trl"])
+    assert "not_in_framework" not in rows["verl"]
+    top = [LinkRow(link="rollout", saturated=False, load=0.3, critical_path_share=0.6, binds=True)]
+    assert "staleness +1 (not in TRL's GRPOTrainer): " in diagnosis(top, [rows["trl"]])
+
+
+def test_framework_profiles_name_only_the_verdict_s_levers_each_with_a_source():
+    from twin.config.frameworks import builtin_frameworks, framework_profile
+
+    for name in builtin_frameworks():
+        for lever, entry in framework_profile(name).levers.items():
+            assert lever in PRESSURES, (name, lever)
+            assert entry.source.strip()

@@ -375,10 +375,15 @@ async def test_digits_in_the_whatif_form_never_leave_it_and_enter_runs_the_form(
         await until(pilot, lambda: "Nothing changed" in message(), "the form's answer to enter")
         assert small_app.active_tab == "whatif"
         assert small_app.jobs_finished == 1 and small_app.baseline is baseline  # nothing ran
-        # On the mode select, a digit stays too; enter opens the select.
+        # On the mode select, a digit stays too; enter runs the form, as the hint says (issue 26
+        # item 19: it reopened the list); space opens the list.
         small_app.query_one("#whatif-mode").focus()
         await focused(pilot, "#whatif-mode")
+        small_app.query_one("WhatIfForm").say("")
         await pilot.press("1", "enter")
+        await until(pilot, lambda: "Nothing changed" in message(), "the form's answer to enter on the mode")
+        assert not small_app.query_one("#whatif-mode").expanded
+        await pilot.press("space")
         await until(pilot, lambda: small_app.query_one("#whatif-mode").expanded, "the mode list to open")
         assert small_app.active_tab == "whatif"
         await pilot.press("escape")
@@ -433,3 +438,38 @@ async def test_tables_use_the_width_of_the_terminal():
         assert all(len(line) <= width for line in table().splitlines())
         await pilot.resize_terminal(120, 30)
         await until(pilot, lambda: "…" not in table(), "the parameters to use 120 columns again")
+
+
+@app_test
+async def test_compare_s_a_follows_the_last_run_until_chosen_by_hand(small_app):
+    """Issue 26 item 19: docs/tui.md says A defaults to the last run; it stayed the first."""
+    async with small_app.run_test(size=SIZE) as pilot:
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "6")
+        assert small_app.query_one("#compare-a").value == SCENARIO
+        await show_tab(pilot, "1")
+        await pilot.press("down")
+        await press_and_settle(pilot, "enter")
+        second = small_app.baseline_request.ref
+        assert second != SCENARIO
+        await show_tab(pilot, "6")
+        assert small_app.query_one("#compare-a").value == second
+        # chosen by hand: A stays
+        small_app.query_one("#compare-a").value = SCENARIO
+        await until(pilot, lambda: small_app.query_one("CompareView").a_chosen, "A chosen by hand")
+        await show_tab(pilot, "1")
+        await press_and_settle(pilot, "enter")
+        await show_tab(pilot, "6")
+        assert small_app.query_one("#compare-a").value == SCENARIO
+
+
+@app_test
+async def test_a_status_too_long_for_100_columns_ends_in_an_ellipsis(small_app):
+    from textual.geometry import Region
+
+    async with small_app.run_test(size=(100, 30)) as pilot:
+        small_app.query_one("RunStatus").finished("✓ " + "the plan and its best candidate " * 6)
+        await pilot.pause()
+        text = small_app.query_one("#status-text")
+        line = text.render_lines(Region(0, 0, text.size.width, 1))[0].text.rstrip()
+        assert line.endswith("…") and len(line) <= 98

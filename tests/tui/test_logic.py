@@ -180,3 +180,24 @@ def test_export_builds_both_files_before_writing_either(tmp_path):
     assert not (tmp_path / "r.json").exists()
     assert export(report, str(tmp_path / "r.json"), "") == [str(tmp_path / "r.json")]
     assert json.loads((tmp_path / "r.json").read_text()) == report.to_dict()
+
+
+def test_a_colocated_preview_says_its_gpus_are_shared_not_none():
+    """Issue 26 item 19: the preview showed `None GPUs` for colocated scenarios."""
+    from tui.figures import scenario_summary
+    from twin.config.load import load_scenario
+
+    rows = dict(scenario_summary(load_scenario("grpo-7b-colocated").model_dump(mode="json")))
+    assert "None" not in rows["rollout"] and "None" not in rows["trainer"]
+    assert rows["rollout"].startswith("32 GPUs, shared") and rows["trainer"].startswith("32 GPUs, shared")
+    alone = dict(scenario_summary(load_scenario("grpo-8b-disaggregated").model_dump(mode="json")))
+    assert alone["rollout"].split(",")[0].endswith(" GPUs") and "shared" not in alone["rollout"]
+
+
+def test_the_loop_s_diagnosis_names_the_key_not_a_cli_command():
+    from tui.figures import diagnosis
+
+    data = {"bottleneck": [{"link": "rollout", "critical_path_share": 0.6, "load": 0.3, "binds": True,
+                            "saturated": False}]}
+    line = diagnosis(data)
+    assert "twin whatif" not in line and "press g in the Verdict tab" in line

@@ -109,3 +109,21 @@ async def test_esc_cancels_a_plan_between_simulations():
         await until(pilot, lambda: app.jobs_finished > since, "the cancel")
         assert shown(app, "#plan-message") == "cancelled" and app.plan is None
         assert app.query_one("RunStatus").text.startswith("Cancelled")
+
+
+@app_test
+async def test_the_plan_tab_ranks_by_time_to_target_when_asked():
+    app = tiny_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        await tab_ready(pilot, "plan")
+        await pilot.press("2")
+        await pilot.click("#plan-objective")
+        assert str(app.query_one("#plan-objective").label) == "by time to target"
+        since = app.jobs_finished
+        await pilot.click("#plan-run")
+        await until(pilot, lambda: app.jobs_finished > since, "the plan")
+        run = app.plan
+        assert run is not None and run.result.objective == "time_to_target"
+        hours = [float(r[8].replace(",", "")) for r in table_rows(app, "#plan-table")]
+        assert hours == sorted(hours) and len(hours) == len(run.result.ranked)

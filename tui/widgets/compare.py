@@ -117,6 +117,7 @@ class CompareView(VerticalScroll):
     def __init__(self, refs: list[str], overrides: dict, **kwargs) -> None:
         super().__init__(**kwargs)
         self.refs, self.overrides = refs, overrides
+        self.a_chosen = False  # A picked by hand: it no longer follows the last run
 
     def compose(self) -> ComposeResult:
         options = [(r, r) for r in self.refs]
@@ -138,15 +139,20 @@ class CompareView(VerticalScroll):
         self.refs = list(refs)
 
     def preselect(self, a: str, b: str | None = None) -> None:
-        """A: the scenario last run; B: the next one in the list, unless already chosen."""
+        """A: the scenario last run, after every run until A is chosen by hand (docs/tui.md);
+        B: the next one in the list, unless already chosen."""
         if a not in self.refs:  # a file opened in the picker after start-up
             self.set_refs([*self.refs, a])
         sel_a, sel_b = self.query_one("#compare-a", Select), self.query_one("#compare-b", Select)
-        if sel_a.is_blank():
-            sel_a.value = a
-        if sel_b.is_blank():
-            others = [r for r in self.refs if r != a]
-            sel_b.value = b if b is not None else (others[0] if others else a)
+        before = (sel_a.value, sel_b.value)
+        with self.prevent(Select.Changed):  # not the user's choice: A keeps following the runs
+            if sel_a.is_blank() or not self.a_chosen:
+                sel_a.value = a
+            if sel_b.is_blank():
+                others = [r for r in self.refs if r != a]
+                sel_b.value = b if b is not None else (others[0] if others else a)
+        if (sel_a.value, sel_b.value) != before:
+            self._cleared()
 
     def requests(self) -> tuple[RunRequest, RunRequest] | None:
         a, b = self.query_one("#compare-a", Select), self.query_one("#compare-b", Select)
@@ -166,6 +172,11 @@ class CompareView(VerticalScroll):
             + parameters_markup(left["scenario"], right["scenario"], width))
 
     @on(Select.Changed)
-    def _changed(self) -> None:
+    def _changed(self, event: Select.Changed) -> None:
+        if event.select.id == "compare-a":
+            self.a_chosen = True
+        self._cleared()
+
+    def _cleared(self) -> None:
         self.query_one("#compare-table", Static).update("")
         self.message("Press [b]r[/] to simulate A and B.")

@@ -18,7 +18,11 @@ from textual.widgets import Button, DataTable, Input, Label, Static
 
 from twin.config.modes import MODES
 
-COLUMNS = ("#", "mode", "rollout", "trainer", "tp", "stale", "step (s)", "useful/h", "binding link", "noise")
+COLUMNS = ("#", "mode", "rollout", "trainer", "tp", "stale", "step (s)", "useful/h", "to target (h)", "binding link",
+           "noise")
+# What the planner ranks by (the button beside Plan toggles it): useful trajectories/h, or the
+# hours to the scenario's learning target (docs/time-to-target.md).
+OBJECTIVES = {"useful_trajectories_per_hour": "by useful/h", "time_to_target": "by time to target"}
 HINT = ("[$text-muted]GPUs and staleness bound, then enter: the planner's best deployments and "
         "its scaling curve (simulates many candidates: seconds to minutes)[/]")
 
@@ -47,7 +51,8 @@ def candidate_row(d: dict[str, Any]) -> tuple[str, ...]:
     shared = MODES[d["mode"]].shares_gpus
     return (str(d["rank"]), mode, str(d["rollout_gpus"]), "shared" if shared else str(d["trainer_gpus"]),
             str(d["engine_tp"]), str(d["staleness"]), f"{d['step_time_s']:,.1f}",
-            f"{d['useful_trajectories_per_hour']:,.0f}", link,
+            f"{d['useful_trajectories_per_hour']:,.0f}",
+            f"{d['time_to_target_s'] / 3600:,.1f}" if d.get("time_to_target_s") is not None else "—", link,
             f"{d['noise'] * 100:.1f}%" if d["noise"] is not None else "—")
 
 
@@ -75,14 +80,15 @@ class PlanView(VerticalScroll):
     PlanView #plan-form Label { padding: 0 1 0 0; }
     PlanView #plan-form Input { width: 8; margin-right: 2; }
     PlanView #plan-run { min-width: 8; height: 1; border: none; }
+    PlanView #plan-objective { min-width: 20; height: 1; border: none; margin-left: 2; }
     PlanView DataTable { height: auto; max-height: 12; margin-bottom: 1; }
     PlanView PlotextPlot { height: 14; }
     """
 
     class Submitted(Message):
-        def __init__(self, gpus: int, max_staleness: int) -> None:
+        def __init__(self, gpus: int, max_staleness: int, objective: str = "useful_trajectories_per_hour") -> None:
             super().__init__()
-            self.gpus, self.max_staleness = gpus, max_staleness
+            self.gpus, self.max_staleness, self.objective = gpus, max_staleness, objective
 
     class Open(Message):
         """A ranked candidate chosen: its overrides, to open in the Loop tab."""
@@ -95,6 +101,7 @@ class PlanView(VerticalScroll):
         super().__init__()
         self._overrides: list[dict[str, Any]] = []
         self._labels: list[str] = []
+        self.objective = "useful_trajectories_per_hour"
 
     def compose(self) -> ComposeResult:
         from textual_plotext import PlotextPlot
@@ -105,6 +112,7 @@ class PlanView(VerticalScroll):
             yield Label("max staleness")
             yield Input("1", compact=True, id="plan-staleness")
             yield Button("Plan", id="plan-run", compact=True)
+            yield Button(OBJECTIVES[self.objective], id="plan-objective", compact=True)
         yield Static(HINT, id="plan-message")
         yield DataTable(id="plan-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="plan-curve-text")
@@ -135,7 +143,7 @@ class PlanView(VerticalScroll):
         except PlanFormError as exc:
             self.error(str(exc))
             return
-        self.post_message(self.Submitted(gpus, staleness))
+        self.post_message(self.Submitted(gpus, staleness, self.objective))
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -146,6 +154,14 @@ class PlanView(VerticalScroll):
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.submit()
+
+    @on(Button.Pressed, "#plan-objective")
+    def _toggle_objective(self, event: Button.Pressed) -> None:
+        """Rank by useful trajectories/h or by the hours to the learning target."""
+        event.stop()
+        names = list(OBJECTIVES)
+        self.objective = names[(names.index(self.objective) + 1) % len(names)]
+        event.button.label = OBJECTIVES[self.objective]
 
     @on(DataTable.RowSelected, "#plan-table")
     def _chosen(self, event: DataTable.RowSelected) -> None:

@@ -13,7 +13,7 @@ class RunStatus(Horizontal):
 
     DEFAULT_CSS = """
     RunStatus { height: 1; padding: 0 1; background: $panel; }
-    RunStatus #status-text { width: 1fr; }
+    RunStatus #status-text { width: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     RunStatus ProgressBar { width: 30; display: none; }
     RunStatus.-running ProgressBar { display: block; }
     RunStatus .bar--bar { width: 20; }

@@ -15,6 +15,7 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.binding import Binding
 from textual.markup import escape
 from textual.widgets import Input, Label, Select, Static
 
@@ -107,6 +108,21 @@ def scenario_overrides(changes: dict[str, Any], scenario: dict[str, Any]) -> dic
     return out
 
 
+class ModeSelect(Select, inherit_bindings=False):
+    """The mode's list: enter runs the form, as in every field of it (the hint says so);
+    space or an arrow opens the list."""
+
+    BINDINGS = [
+        Binding("down,space,up", "show_overlay", "Show menu", show=False),
+        Binding("enter", "run_form", "Run", show=False),
+    ]
+
+    def action_run_form(self) -> None:
+        form = next((a for a in self.ancestors if isinstance(a, WhatIfForm)), None)
+        if form is not None:
+            form.submit()
+
+
 class WhatIfForm(Vertical):
     """The form (left), the baseline beside the what-if result (right), a message below."""
 
@@ -133,11 +149,12 @@ class WhatIfForm(Vertical):
                     with Horizontal(classes="whatif-row"):
                         yield Label(f.label)
                         if f.path == "placement.mode":
-                            yield Select([(m, m) for m in MODES], allow_blank=False, compact=True,
-                                         id="whatif-mode")
+                            yield ModeSelect([(m, m) for m in MODES], allow_blank=False, compact=True,
+                                             id="whatif-mode")
                         else:
                             yield Input(compact=True, id=_id(f), select_on_focus=True)
-                yield Static("[$text-muted]tab: next field · enter: run\nesc: leave the form (keys 1–6)[/]",
+                yield Static("[$text-muted]tab: next field · enter: run\nspace: open the mode list\n"
+                             "esc: leave the form (keys 1–6)[/]",
                              id="whatif-hint")
             with VerticalScroll(id="whatif-right"):
                 yield Fitted("Run a scenario first; its values fill this form.", id="whatif-result")

@@ -47,4 +47,10 @@ def assumptions(plan: Plan) -> list[dict[str, Any]]:
     else:
         out.append({"field": "workload.response_tokens", "value": w.response_tokens.kind,
                     "note": f"{summary}; lengths set most of a step's time"})
+    learning = plan.scenario.learning
+    if learning.assumed:  # moves no step time, only the time to target
+        out.append({"field": "learning.noise_scale", "value": f"{learning.noise_scale:g} (ASSUMED)",
+                    "note": f"and learning.s_min {learning.s_min:g}: the steps to the target behind time_to_target_s "
+                            "are the noise-scale law's with round figures, not your run's; fit them from two runs' "
+                            "reward curves with twin fit --learning RUN1:N1 RUN2:N2 (docs/time-to-target.md)"})
     return out

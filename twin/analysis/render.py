@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from twin.analysis.faults import describe as describe_faults
+from twin.analysis.learning import describe as describe_learning
+from twin.analysis.learning import effect_text
+from twin.analysis.pricing import cost_line
 from twin.analysis.report import LinkRow, ReportData
-from twin.analysis.run import change_text
+from twin.analysis.run import change_text, tie_text
 
 BAR = 30
 
@@ -16,14 +19,18 @@ def _bar(fraction: float) -> str:
     return "█" * n + "·" * (BAR - n)
 
 
-def verdict_line(bottleneck: list[LinkRow]) -> str:
-    """The binding link in one sentence, for a report without a verdict."""
+WHATIF_HINT = "twin whatif says what more of it buys"
+
+
+def verdict_line(bottleneck: list[LinkRow], whatif_hint: str = WHATIF_HINT) -> str:
+    """The binding link in one sentence, for a report without a verdict; ``whatif_hint`` says
+    where to measure what more of it buys (the CLI's command; the TUI's key)."""
     if not bottleneck:
         return "No link held the trainer up."
     top = bottleneck[0]
     load_text = f"at {top.load * 100:.0f}% load" if top.load is not None else "no resource of its own"
     state = ("binds and is saturated: more of it buys experience" if top.saturated
-             else "binds but is not saturated: it waits more than it works (twin whatif says what more of it buys)")
+             else f"binds but is not saturated: it waits more than it works ({whatif_hint})")
     return f"{top.link} {state} — {top.critical_path_share * 100:.0f}% of the critical path, {load_text}."
 
 
@@ -42,8 +49,11 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
         f"({th.tokens_per_s_per_gpu:,.0f} per GPU)   {th.trajectories_per_hour:,.0f} trajectories/h",
     ]
     lines += run_lines(report)
+    lines += [cost_line(report.cost)] if report.cost else []
     goodput = describe_faults(report.faults or {})
     lines += ["", goodput] if goodput else []
+    to_target = describe_learning(report.learning)
+    lines += [to_target] if to_target else []
     lines += [
         "",
         "Where a step goes (mean seconds per step)",
@@ -65,9 +75,7 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
                      f"mean {spread['mean'] * 100:.0f}%)")
     counters = report.counters
     if counters.get("preemptions"):
-        lines.append(f"  KV cache full: {counters['preemptions']:,.0f} preemptions, "
-                     f"{counters['wasted_tokens']:,.0f} tokens recomputed, "
-                     f"{counters.get('recompute_s_per_engine_step', 0.0):,.2f} s of each engine's step")
+        lines += preemption_lines(report)
     for reason, count in report.dropped.items():
         lines.append(f"  dropped {count:,} trajectories: {reason}")
     if verdict:
@@ -81,15 +89,34 @@ def render_run(report: ReportData, verdict: dict[str, Any] | None = None) -> str
                 continue
             lines.append(f"  {row['description']:62s} {gain_text(row, 12)}  "
                          f"step {row['step_time_s']:.1f} s{noise_note(row, least)}"
-                         f"{pressure_note(row, verdict['marginal_gains'])}")
+                         f"{pressure_note(row, verdict['marginal_gains'])}{effect_text(row)}")
         lines += ["", "Verdict: " + verdict["diagnosis"]]
     else:
         lines += ["", "Verdict: " + verdict_line(report.bottleneck)]
+    if report.trust:
+        lines += ["", "How far to trust this (the twin against published runs like this one):"]
+        lines += [f"  {t['text']}" for t in report.trust]
     if report.assumptions:
         lines += ["", "Assumed (what moves these figures most; change any with --set):"]
         for a in report.assumptions:
             lines.append(f"  {a['field']} = {a['value']}: {a['note']}")
     return "\n".join(lines)
+
+
+def preemption_lines(report: ReportData) -> list[str]:
+    """What the KV cache's preemptions cost in seconds of the step, and why fewer sequences is
+    not the cure it looks: vLLM recomputes a preempted sequence's tokens in prefill, cheap per
+    token, while fewer sequences a batch slow every decode iteration."""
+    counters = report.counters
+    recompute = counters.get("recompute_s_per_engine_step", 0.0)
+    generation = (report.breakdown or {}).get("generation")
+    seqs = report.scenario["placement"]["rollout"].get("max_num_seqs")
+    share = f" ({recompute / generation:.1%} of the {generation:,.0f} s generation)" if generation else ""
+    return [f"  KV cache full: {counters['preemptions']:,.0f} preemptions, {counters['wasted_tokens']:,.0f} tokens "
+            f"recomputed: {recompute:,.2f} s of each engine's step{share}",
+            f"    (recomputed in prefill, many tokens an iteration; fewer sequences (max_num_seqs, {seqs} here) "
+            "preempt less but decode fewer tokens an iteration, which can cost more: "
+            "twin whatif --pressure placement.rollout.max_num_seqs=N prices both)"]
 
 
 def run_lines(report: ReportData) -> list[str]:
@@ -113,6 +140,8 @@ def run_lines(report: ReportData) -> list[str]:
                              f"{w['mean_response_tokens']:14,.0f}  {w['binding_link']}")
         for change in run["binding_changes"]:
             lines.append("  " + change_text(change))
+        for tie in run.get("binding_ties", []):
+            lines.append("  " + tie_text(tie))
     for t in report.time_to or []:
         target = f"{t['target']:,.0f} {t['what']}"
         if t["training_step"] is None:
@@ -163,6 +192,8 @@ def pressure_note(row: dict, rows: list[dict] | None = None) -> str:
     effect here (on colocated GPUs, +1 staleness and partial rollout both re-place the GPUs as
     async pools; with nothing in flight when weights arrive, partial rollout interrupts nothing)."""
     note = f"  ({row['added_gpus']:+d} GPUs)" if row.get("added_gpus") else ""
+    if row.get("not_in_framework"):  # a lever the scenario's stack lacks (its framework profile says so)
+        note += f"  ({row['not_in_framework']})"
     if "placement" in row:
         note += f"  ({row['placement']['rollout_gpus']} rollout + {row['placement']['trainer_gpus']} trainer GPUs)"
     for earlier in rows or []:

@@ -20,6 +20,8 @@ from twin.analysis import metrics
 from twin.analysis import run as whole_run
 from twin.analysis.assumptions import assumptions
 from twin.analysis.faults import faults_report
+from twin.analysis.learning import learning_report, mean_lag
+from twin.analysis.trust import nearest
 from twin.config.scenario import resolved_dict
 from twin.config.warnings import warnings
 from twin.cost.memory import GiB, memory_report
@@ -95,7 +97,17 @@ class ReportData(_Section):
     assumptions: list[dict[str, Any]]
     faults: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
                                           description="Failures, checkpoints, stragglers and goodput (twin.analysis.faults).")
+    learning: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
+                                            description="Steps and seconds to the target reward (twin.analysis.learning).")
+    time_to_target_s: float | None = Field(default=None, description="Steps to the target × seconds per step "
+                                           "(learning.time_to_target_s; None where the step size diverges).")
     time_to: list[dict[str, Any]] | None = Field(default=None, exclude_if=lambda v: v is None)
+    trust: list[dict[str, Any]] = Field(default_factory=list,
+                                        description="The validation sources nearest to the scenario and the twin's "
+                                                    "error there (twin.analysis.trust).")
+    cost: dict[str, Any] | None = Field(default=None, exclude_if=lambda v: v is None,
+                                        description="Money at --gpu-hour-price: per step, per 1,000 useful "
+                                                    "trajectories, per run (twin.analysis.pricing).")
 
     @property
     def binding(self) -> LinkRow | None:
@@ -174,6 +186,7 @@ def build_report(result: SimResult, straggled: SimResult | None = None, slow: Sl
     ``slow`` (the ``faults`` section's stragglers; None: nothing runs slower)."""
     util = metrics.utilization(result)
     figures = whole_run.step_figures(result)
+    scenario = resolved_dict(result.scenario)
     memory = {
         m.role: {"used_gib": _r(m.used_bytes / GiB), "capacity_gib": _r(m.capacity_bytes / GiB),
                  "headroom_gib": _r(m.headroom_bytes / GiB), "fits": m.fits}
@@ -200,9 +213,19 @@ def build_report(result: SimResult, straggled: SimResult | None = None, slow: Sl
         "dropped": dict(sorted(result.dropped.items())),
         "gpus": dict(result.gpus),
         "simulated_s": _r(result.wall_s),
-        "scenario": resolved_dict(result.scenario),
+        "scenario": scenario,
         "plan": result.plan.summary(),
         "warnings": warnings(result.plan),
         "assumptions": assumptions(result.plan),
         "faults": rounded(faults_report(result, straggled, slow)),
+        "trust": nearest(scenario),
+        **_learning(result, metrics.step_time(result)),
     })
+
+
+def _learning(result: SimResult, step_time_s: float) -> dict[str, Any]:
+    """The ``learning`` section and its ``time_to_target_s`` at the steady step time."""
+    algorithm = result.scenario.algorithm
+    section = rounded(learning_report(result.scenario.learning, algorithm.trajectories_per_step, step_time_s, mean_lag([r.max_staleness for r in result.steps]),
+                                      algorithm.partial_rollout))
+    return {"learning": section, "time_to_target_s": section["time_to_target_s"]}

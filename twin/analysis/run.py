@@ -9,8 +9,10 @@ path, :class:`~twin.sim.result.StepRecord`). Single steps flicker (one long resp
 rollout, the next step's batch is short), so changes are read from the critical-path seconds
 averaged over a centred block of a tenth of the run (at least one step): a change is named at
 the first step of a stretch at least a block long in which a new link has the largest
-averaged share, with the mean response length there ("rollout binds from step ~107 (was
-optimization), as mean responses pass 1,100 tokens").
+averaged share, by more than the two links' noise band (2 standard errors of a block mean), with
+the mean response length there ("rollout binds from step ~107 (was optimization), as mean
+responses pass 1,100 tokens"). Two links within their band of each other for a block or more
+are tied there, and said so, rather than changing places back and forth.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ from typing import Any
 import numpy as np
 
 from twin.errors import InputError
+from twin.sim.links import title
 from twin.sim.result import SimResult
 
 WINDOWS = 10  # a run without schedule windows is summarised in this many equal blocks
+MIN_STEPS_FOR_BAND = 10  # fewer steps give no estimate of the per-step noise (nor ties)
+MIN_TIE_STEPS = 3  # a tie lasts at least this many steps (and a block): one step is no stretch
 
 
 def step_figures(result: SimResult) -> list[dict[str, Any]]:
@@ -100,30 +105,110 @@ def windows(result: SimResult, figures: list[dict[str, Any]]) -> list[dict[str, 
     return out
 
 
+def _noise_bands(sec: np.ndarray, block: int) -> np.ndarray:
+    """Per pair of links (a, b), the band within which the block mean of a's critical-path
+    seconds minus b's is noise: 2 standard errors of a block mean, the per-step spread read from
+    successive differences (std(diff)/sqrt 2), so that a slow drift does not widen it."""
+    n, k = sec.shape
+    bands = np.zeros((k, k))
+    if n < MIN_STEPS_FOR_BAND:  # too few steps to tell noise from a change: every lead counts, as before
+        return bands
+    for a in range(k):
+        for b in range(a + 1, k):
+            # from the second step: the first fills the pipeline and is no sample of the noise
+            spread = float(np.std(np.diff(sec[1:, a] - sec[1:, b]))) / math.sqrt(2)
+            bands[a, b] = bands[b, a] = 2 * spread / math.sqrt(block)
+    return bands
+
+
+def _smoothed(sec: np.ndarray, block: int) -> np.ndarray:
+    """Centred means over a block of steps, per link."""
+    n = len(sec)
+    csum = np.vstack([np.zeros(sec.shape[1]), np.cumsum(sec, axis=0)])
+    lo = np.maximum(0, np.arange(n) - block // 2)
+    hi = np.minimum(n, lo + block)
+    return (csum[hi] - csum[lo]) / (hi - lo)[:, None]
+
+
+def _held(smooth: np.ndarray, bands: np.ndarray, block: int) -> list[tuple[int, int]]:
+    """(first step, link) of each stretch a link held the lead: a new link takes it only when it
+    leads the held one by more than their noise band for a block of steps in a row."""
+    kept: list[tuple[int, int]] = []
+    pending: tuple[int, int] | None = None
+    for i, row in enumerate(smooth):
+        top = int(np.argmax(row))
+        held = kept[-1][1] if kept else None
+        if held is not None and (top == held or row[top] - row[held] <= bands[top, held]):
+            pending = None
+            continue
+        if pending is None or pending[1] != top:
+            pending = (i, top)
+        if i - pending[0] + 1 >= block:
+            kept.append(pending)
+            pending = None
+    return kept
+
+
+def _ties(smooth: np.ndarray, bands: np.ndarray, block: int) -> list[tuple[int, int, tuple[int, int]]]:
+    """(first, last step, (a, b)) of each stretch of at least a block in which the two leading
+    links are within their noise band of each other."""
+    out: list[tuple[int, int, tuple[int, int]]] = []
+    current: tuple[int, tuple[int, int]] | None = None
+    for i, row in enumerate(list(smooth) + [None]):
+        pair = None
+        if row is not None and len(row) > 1:
+            second, first = (int(x) for x in np.argsort(row)[-2:])
+            if row[second] > 0 and row[first] - row[second] <= bands[first, second]:
+                pair = tuple(sorted((first, second)))
+        if current is not None and pair != current[1]:
+            if i - current[0] >= max(block, MIN_TIE_STEPS):
+                out.append((current[0], i - 1, current[1]))
+            current = None
+        if pair is not None and current is None:
+            current = (i, pair)
+    return out
+
+
 def binding_changes(result: SimResult, figures: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Where the binding link changes during the run (see the module's docstring): each with
-    the training step, the link before and after, and the mean response length there."""
+    the training step, the link before and after, and the mean response length there. A change
+    is named only when the new link leads by more than the noise band (:func:`_noise_bands`)
+    for a block of steps in a row: two links within it are tied (:func:`binding_ties`), not
+    changing places."""
     names, sec = _links(result)
     n = len(figures)
     if n == 0 or not names:
         return []
     block = max(1, n // 10)
-    csum = np.vstack([np.zeros(len(names)), np.cumsum(sec, axis=0)])
-    lo = np.maximum(0, np.arange(n) - block // 2)
-    hi = np.minimum(n, lo + block)
-    smooth = (csum[hi] - csum[lo]) / (hi - lo)[:, None]  # centred mean over a block of steps
-    binding = np.argmax(smooth, axis=1)
-    # Runs of one link; a run shorter than a block is flicker and keeps the link before it.
-    runs = [(i, int(binding[i])) for i in range(n) if i == 0 or binding[i] != binding[i - 1]]
-    ends = [r[0] for r in runs[1:]] + [n]
-    kept: list[tuple[int, int]] = []
-    for (start, link), end in zip(runs, ends):
-        if end - start < block or (kept and link == kept[-1][1]):
-            continue  # the first step (filling the pipeline) is such a run too
-        kept.append((start, link))
+    kept = _held(_smoothed(sec, block), _noise_bands(sec, block), block)
     return [{"training_step": at + 1, "link": names[after], "previous": names[before],
              "mean_response_tokens": figures[at]["mean_response_tokens"]}
             for (_, before), (at, after) in zip(kept, kept[1:])]
+
+
+def binding_ties(result: SimResult, figures: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stretches of at least a tenth of the run in which the two links holding the trainer up
+    longest are within their noise band of each other: neither binds alone there."""
+    names, sec = _links(result)
+    n = len(figures)
+    if n < MIN_STEPS_FOR_BAND or len(names) < 2:
+        return []
+    block = max(1, n // 10)
+    out = []
+    for first, last, (a, b) in _ties(_smoothed(sec, block), _noise_bands(sec, block), block):
+        rows = figures[first:last + 1]
+        trajs = sum(r["trajectories"] for r in rows)
+        out.append({"links": [names[a], names[b]], "from_step": first + 1, "to_step": last + 1,
+                    "mean_response_tokens": sum(r["generated_tokens"] for r in rows) / trajs if trajs else 0.0})
+    return out
+
+
+def tie_text(tie: dict[str, Any]) -> str:
+    """"rollout and optimization are tied over steps 12-200 (within their noise band; mean
+    responses 1,140 tokens): neither binds alone"."""
+    a, b = (title(name) for name in tie["links"])
+    return (f"{a} and {b} are tied over steps {tie['from_step']}-{tie['to_step']} (within their noise band; "
+            f"mean responses {tie['mean_response_tokens']:,.0f} tokens): neither binds alone")
 
 
 def time_to(figures: list[dict[str, Any]], *, trajectories: float | None = None,
@@ -187,6 +272,9 @@ def run_summary(result: SimResult) -> dict[str, Any]:
         "windows": windows(result, figures),
         "binding_changes": binding_changes(result, figures),
     }
+    ties = binding_ties(result, figures)
+    if ties:  # only where there are some: a report without ties reads as before
+        out["binding_ties"] = ties
     if result.settled:
         # Stopped at steady state (run.steady_tolerance): the rest of run.steps at the steady mean.
         planned = result.plan.run.steps

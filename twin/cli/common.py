@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from twin.analysis.html import require_matplotlib
 from twin.cli.streams import say
 from twin.config.plan import Plan
 from twin.config.warnings import warnings
@@ -48,12 +49,30 @@ def executor_args(p: argparse.ArgumentParser) -> None:
                    "starting a local Ray")
 
 
+def html_arg(p: argparse.ArgumentParser) -> None:
+    """``--html PATH``: the answer as one self-contained page of charts (the ``html`` extra)."""
+    p.add_argument("--html", metavar="PATH",
+                   help='also write the answer as one self-contained HTML page with charts (opens offline; '
+                   'needs matplotlib: pip install ".[html]" from a clone)')
+
+
+def price_arg(p: argparse.ArgumentParser) -> None:
+    """``--gpu-hour-price P``: what the answer costs (twin.analysis.pricing)."""
+    p.add_argument("--gpu-hour-price", type=float, default=None, metavar="P",
+                   help="price of one GPU-hour: also report the money per step, per 1,000 useful "
+                   "trajectories and per run (every GPU paid for the whole wall time)")
+
+
 def outputs_for(args: argparse.Namespace) -> Outputs:
     """The command's output files, checked now, before anything is simulated."""
     outputs = Outputs()
     outputs.add("--json", args.json_path, stdout=True)
     if "trace" in args:
         outputs.add("--trace", args.trace)
+    if "html" in args:
+        if args.html is not None:
+            require_matplotlib()  # a missing extra is said before anything is simulated
+        outputs.add("--html", args.html)
     return outputs
 
 

@@ -85,6 +85,8 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=EPILOG,
     )
+    parser.add_argument("--version", action="version", version=f"twin (rltwin) {_version()}")
+    _completion(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS.values():
         command.add_parser(sub)
@@ -92,6 +94,31 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("calibrate", add_help=False,
                    help="measure this CPU or GPU into a hardware profile (twin calibrate --help)")
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (the source tree's where it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import twin
+
+    try:
+        return version("rltwin")
+    except PackageNotFoundError:
+        return twin.__version__
+
+
+def _completion(parser: argparse.ArgumentParser) -> None:
+    """``--print-completion bash|zsh|tcsh``: a completion script generated from this parser by
+    shtab (a dependency: pure Python, no dependencies of its own), so it never drifts from the
+    commands. Without shtab (a tree run without installing it) the option is simply absent."""
+    try:
+        import shtab
+    except ImportError:
+        return
+    shtab.add_argument_to(parser, ["--print-completion"],
+                          help="print a shell completion script: eval \"$(twin --print-completion bash)\" "
+                          "in ~/.bashrc; twin --print-completion zsh > ~/.zfunc/_twin for zsh")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,13 +9,15 @@ from typing import Any
 
 import yaml
 
+from twin.cli import fit_learning
 from twin.config.frameworks import FrameworkProfile
 from twin.config.io import read_mapping
-from twin.config.load import apply_overrides, load_scenario, scenario_path
+from twin.config.load import load_scenario, scenario_path
 from twin.config.overrides import apply_overrides
 from twin.config.registry import looks_like_path
 from twin.errors import InputError
-from twin.importers.logs import fit_log, read_logs
+from twin.importers.logs import fit_log, read_logs, windows
+from twin.importers.logs.match import differences
 from twin.importers.logs.readers import TIMINGS
 from twin.output import Outputs
 from twin.studies import stack_fit as profile
@@ -23,17 +25,31 @@ from twin.studies import stack_fit as profile
 TOLERANCE = 0.2
 
 
-def _absolute_paths(data: Any, base: Path) -> Any:
+# The scenario fields that name a file (config/scenario.py, distributions.py, rewards.py): a
+# profile (cluster.gpu/host/..._link), a model config (model, model.hf_config, reward.model, the
+# draft model), a histogram (…_tokens.path) and a framework profile. Every other string (the
+# description an import writes, names) is text, never probed on disk.
+PATH_FIELDS = frozenset({"gpu", "host", "intra_node_link", "inter_node_link", "model", "hf_config",
+                         "speculative_draft_model", "path", "framework"})
+
+
+def _absolute_paths(data: Any, base: Path, key: str | None = None) -> Any:
     """Relative file references in a scenario (a model config, a histogram) made absolute, so that
-    the fitted scenario works wherever it is written, and inline in a case file."""
+    the fitted scenario works wherever it is written, and inline in a case file. Only the fields in
+    ``PATH_FIELDS`` are paths."""
     if isinstance(data, dict):
-        return {k: _absolute_paths(v, base) for k, v in data.items()}
+        return {k: _absolute_paths(v, base, k) for k, v in data.items()}
     if isinstance(data, list):
-        return [_absolute_paths(v, base) for v in data]
-    if isinstance(data, str) and looks_like_path(data) and not Path(data).expanduser().is_absolute():
+        return [_absolute_paths(v, base, key) for v in data]
+    # A histogram's ``path`` is always a file; the other fields hold a name or a path.
+    if isinstance(data, str) and key in PATH_FIELDS and (key == "path" or looks_like_path(data)) \
+            and not Path(data).expanduser().is_absolute():
         candidate = base / data
-        if candidate.exists():
-            return str(candidate.resolve())
+        try:
+            if candidate.exists():
+                return str(candidate.resolve())
+        except OSError:  # not a name the file system can hold: the scenario's loader will say so
+            pass
     return data
 
 
@@ -128,6 +144,8 @@ def _dump(data: dict) -> str:
 
 
 def main(args) -> int:
+    if fit_learning.wanted(args):
+        return fit_learning.main(args)
     outputs = Outputs()
     outputs.add("--json", args.json_path, stdout=True)
     outputs.add("--out", args.out)
@@ -180,9 +198,12 @@ def main(args) -> int:
             notes.append(report)
             notes.append(f"wrote {profile_out}: name it as the scenario's framework (framework: {profile_out})")
         if args.case:
-            texts["--case"] = _case(args, log, last, steady, span)
+            differs = differences(scenario, windows(log.steps, args.window)[-1], last)
+            texts["--case"] = _case(args, log, last, steady, span, differs)
             notes.append(f"wrote {args.case}: the run's own timings over {span} as a validation case "
                          f"(twin validate {args.case})")
+            for line in differs:  # said on stderr: the case is written, but it compares different runs
+                print(f"twin: warning: {args.scenario} does not describe the logged run: {line}", file=sys.stderr)
     elif args.out:
         load_scenario(None, {"workload": scheduled})  # valid in the default scenario
         texts["--out"] = (header + "\n# A fragment: merge it into a scenario, or give --scenario S.\n"
@@ -226,7 +247,7 @@ def _profile(args, log, result: dict, data: dict, steady: dict, span: str) -> tu
     return text, profile.render(fits, held, span)
 
 
-def _case(args, log, last: dict, fitted: dict, span: str) -> str:
+def _case(args, log, last: dict, fitted: dict, span: str, differs: list[str]) -> str:
     expected, used = {}, []
     for key, t in last["timings"].items():
         if t["mean"] > 0 and t["metric"] not in expected:
@@ -241,7 +262,9 @@ def _case(args, log, last: dict, fitted: dict, span: str) -> str:
         "tolerance": TOLERANCE,
         "assumptions": (f"Written by `twin fit --scenario {args.scenario}`: the base is that scenario with the "
                         f"workload lengths fitted on the log's last window ({span}); expected: the log's own "
-                        f"timings, each the mean over that window ({'; '.join(used)})."),
+                        f"timings, each the mean over that window ({'; '.join(used)})."
+                        + ("" if not differs else " THE SCENARIO DOES NOT DESCRIBE THE LOGGED RUN: "
+                           + "; ".join(differs) + ".")),
         "base": fitted,
         "cases": [{"name": span, "expected": expected}],
     }

@@ -78,12 +78,10 @@ def count_printer(label: str, stream=None, after_s: float = 1.0, parts: int = 4)
         yield progress
 
 
-def compile_notice(stream=None) -> None:
-    """Say so before the first run on a machine, which compiles the simulator's kernels."""
-    from twin.jit import CACHE_DIR
+def compile_notice(plan, stream=None) -> None:
+    """Before the first run of this version on a machine: say that the simulator's kernels
+    compile, how long that should take here, and each part as it is done (twin.sim.warmup
+    compiles the ones ``plan`` needs, in parallel, into the cache). Silent when all are cached."""
+    from twin.sim.warmup import prepare
 
-    if CACHE_DIR is not None and any(CACHE_DIR.rglob("*.nbi")):
-        return
-    print("twin: compiling the simulator's kernels (the first run on this machine: ~30 s; cached "
-          "after it)" if CACHE_DIR is not None else "twin: compiling the simulator's kernels (~30 s: no "
-          "cache folder to keep them in)", file=stream or sys.stderr, flush=True)
+    prepare(plan, stream or sys.stderr)

@@ -8,9 +8,11 @@ import sys
 
 from twin import runner
 from twin.analysis.check import check_report, render_check
-from twin.analysis.render import gain_text, pressure_note, render_estimate, render_run
+from twin.analysis.learning import effect_text
+from twin.analysis.render import gain_text, pressure_note, render_estimate
 from twin.analysis.run import parse_until
-from twin.cli.common import Command, emit, outputs_for, scenario_args, warn
+from twin.analysis.pricing import check_price
+from twin.cli.common import Command, emit, html_arg, outputs_for, price_arg, scenario_args, warn
 from twin.cli.progress import compile_notice, count_printer, progress_printer
 from twin.cost.memory import memory_problem
 from twin.errors import InputError
@@ -56,6 +58,8 @@ def _run_parser(sub) -> None:
     run.add_argument("--from", dest="from_files", nargs="+", metavar=("FRAMEWORK", "FILE"),
                      help="import the scenario from a framework's files instead (see twin import)")
     run.add_argument("--trace", metavar="PATH", help="write a Chrome trace (open in Perfetto)")
+    html_arg(run)
+    price_arg(run)
     run.add_argument("--no-verdict", action="store_true",
                      help="skip the marginal-gain re-simulations (one per pressure)")
     run.add_argument("--sample-steps", type=int, metavar="K",
@@ -76,20 +80,26 @@ def _run(args) -> int:
             raise InputError("give a scenario or --from FRAMEWORK FILE..., not both", field="--from", value=source)
         source, args.overrides = scenario_from(args.from_files, args.overrides), []
     until = [parse_until(u) for u in args.until]
+    if args.gpu_hour_price is not None:
+        check_price(args.gpu_hour_price)
     plan = runner.prepare(source, args.overrides)
     warn(plan)
-    compile_notice()
+    compile_notice(plan)
     if args.sample_steps is not None:
         return _sample_steps(args, plan, outputs)
     with progress_printer(plan.run.steps) as progress:
         report = runner.simulate(plan, progress)
     if until:
         report = report.with_time_to(until)
+    if args.gpu_hour_price is not None:
+        report = report.with_price(args.gpu_hour_price)
     if not args.no_verdict:
         with count_printer("verdict: re-simulating each pressure") as counted:
             report = report.with_verdict(judge(report, progress=counted, noise=not args.no_noise))
     trace = json.dumps(report.chrome_trace()) if args.trace else None
-    emit(outputs, {"--json": report.to_json(), "--trace": trace}, lambda: render_run(report.data, report.to_dict().get("verdict")))
+    text = report.render()
+    emit(outputs, {"--json": report.to_json(), "--trace": trace,
+                   "--html": report.to_html() if args.html else None}, text)
     return 0
 
 
@@ -125,7 +135,7 @@ def _whatif(args) -> int:
     plan = runner.prepare(args.scenario, args.overrides)
     warn(plan)
     asked = resolve_pressures(args.pressures)  # reject unknown names before simulating anything
-    compile_notice()
+    compile_notice(plan)
     base = runner.simulate(plan)
     with count_printer("re-simulating each pressure") as counted:
         rows = [row.to_dict() for row in sensitivity(base, args.pressures, progress=counted,
@@ -157,7 +167,7 @@ def _whatif_table(plan, base, rows: list[dict], asked, tried: set[str]) -> str:
             continue
         band = f"{row['noise'] * 100:.1f}%" if row.get("noise") is not None else "-"
         lines.append(f"  {row['description']:62s} {gain_text(row, 12)} {row['step_time_s']:9.1f} "
-                     f"{row['useful_trajectories_per_hour']:11,.0f} {band:>6s}{pressure_note(row, rows)}")
+                     f"{row['useful_trajectories_per_hour']:11,.0f} {band:>6s}{pressure_note(row, rows)}{effect_text(row)}")
     for pressure in asked:
         if pressure.name not in tried:  # its lever is already pulled in this scenario
             lines.append(f"  {pressure.describe(plan):62s} {pressure.absent}")

@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import argparse
 
-from twin.cli.common import Command, emit, executor_args, interrupted, outputs_for, scenario_args
-from twin.cli.progress import count_printer
+from twin import runner
+from twin.cli.common import (
+    Command,
+    emit,
+    executor_args,
+    html_arg,
+    interrupted,
+    outputs_for,
+    price_arg,
+    scenario_args,
+)
+from twin.cli.progress import compile_notice, count_printer
 from twin.cli.streams import say
 from twin.errors import InputError
 from twin.studies.executors import Interrupted
-from twin.studies.planner import EXHAUSTIVE_LIMIT, MAX_STALENESS, OBJECTIVES, plan_budget
+from twin.studies.planner import (
+    EXHAUSTIVE_LIMIT,
+    MAX_STALENESS,
+    OBJECTIVES,
+    plan_budget,
+)
 from twin.studies.scaling import DEFAULT_THRESHOLD, scale
 from twin.studies.sweeps import require_pyarrow, sweep
 from twin.studies.sweeps import size as sweep_size
@@ -36,11 +51,16 @@ def _plan_parser(sub) -> None:
     plan.add_argument("--objective", default="useful_trajectories_per_hour", choices=list(OBJECTIVES),
                       help="what to rank by (default useful_trajectories_per_hour; cost: GPU-hours, or "
                       "money with --gpu-hour-price, per 1,000 useful trajectories; run_time: hours for "
-                      "run.steps with the workload's drift, e.g. a schedule from twin fit)")
+                      "run.steps with the workload's drift, e.g. a schedule from twin fit; time_to_target: hours to the "
+                      "learning section's target, steps to it × seconds per step, docs/time-to-target.md)")
     plan.add_argument("--gpu-hour-price", type=float, default=None, metavar="P",
                       help="price of one GPU-hour (only with --objective cost)")
+    plan.add_argument("--target", type=float, default=None, metavar="R",
+                      help="with --objective time_to_target: the reward to reach (sets learning.target; needs "
+                      "learning.levels from twin fit --learning unless it is the section's own target)")
     plan.add_argument("--top", type=int, default=10, metavar="K", help="candidates shown (default 10)")
     plan.add_argument("--out", metavar="BEST.yaml", help="write the best candidate as a scenario file")
+    html_arg(plan)
     executor_args(plan)
     plan.add_argument("--resume", metavar="FILE",
                       help="checkpoint: every finished simulation is appended to FILE (JSON lines); run the "
@@ -51,7 +71,13 @@ def _plan_parser(sub) -> None:
 def _plan(args) -> int:
     outputs = outputs_for(args)
     outputs.add("--out", args.out)
+    if args.target is not None:
+        if args.objective != "time_to_target":
+            raise InputError("--target is read with --objective time_to_target", field="--target", value=args.target,
+                             allowed="--objective time_to_target --target R")
+        args.overrides = [*args.overrides, f"learning.target={args.target!r}"]
     try:
+        compile_notice(runner.plan(args.scenario, args.overrides))
         with count_printer("twin plan", after_s=0.0, parts=10) as progress:
             result = plan_budget(args.scenario, args.overrides, gpus=args.gpus, max_staleness=args.max_staleness,
                                  vary=args.vary, objective=args.objective, gpu_hour_price=args.gpu_hour_price,
@@ -63,7 +89,8 @@ def _plan(args) -> int:
     def table() -> str:
         return result.render() + (f"\nbest written to {args.out}" if args.out else "")
 
-    emit(outputs, {"--json": result.to_json(), "--out": result.best_yaml() if args.out else None}, table)
+    emit(outputs, {"--json": result.to_json(), "--out": result.best_yaml() if args.out else None,
+                   "--html": result.to_html() if args.html else None}, table)
     return 0
 
 
@@ -91,20 +118,23 @@ def _scale_parser(sub) -> None:
                         help="with --replan: the largest staleness the planner tries (default 1)")
     scale_.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, metavar="E",
                         help=f"scaling efficiency below which an added GPU stops paying (default {DEFAULT_THRESHOLD})")
+    html_arg(scale_)
+    price_arg(scale_)
     executor_args(scale_)
 
 
 def _scale(args) -> int:
     outputs = outputs_for(args)
     try:
+        compile_notice(runner.plan(args.scenario, args.overrides))
         with count_printer("twin scale", after_s=0.0, parts=10) as progress:
             result = scale(args.scenario, args.overrides, gpus=args.gpus, replan=args.replan,
                            scale_batch=args.scale_batch, threshold=args.threshold,
                            max_staleness=args.max_staleness, workers=args.workers, executor=args.executor,
-                           ray_address=args.ray_address, progress=progress)
+                           ray_address=args.ray_address, progress=progress, gpu_hour_price=args.gpu_hour_price)
     except Interrupted as exc:
         return interrupted("scale", exc)
-    emit(outputs, {"--json": result.to_json()}, result.render)
+    emit(outputs, {"--json": result.to_json(), "--html": result.to_html() if args.html else None}, result.render)
     return 0
 
 
@@ -123,7 +153,8 @@ def _sweep_parser(sub) -> None:
                         help="an axis (repeatable); the sweep is their cartesian product")
     sweep_.add_argument("--csv", dest="csv_path", metavar="PATH|-", help="write the rows as CSV")
     sweep_.add_argument("--parquet", dest="parquet_path", metavar="PATH",
-                        help='write the rows as Parquet (needs pip install "rltwin[parquet]")')
+                        help='write the rows as Parquet (needs pyarrow: pip install ".[parquet]" from a clone)')
+    html_arg(sweep_)
     executor_args(sweep_)
 
 
@@ -141,13 +172,15 @@ def _sweep(args) -> int:
         say(f"twin: warning: {combinations:,} combinations: each is checked, then simulated (seconds each, "
             f"spread over the workers); the progress line gives the time left. Fewer --grid values answer sooner")
     try:
+        compile_notice(runner.plan(args.scenario, args.overrides))
         with count_printer("twin sweep", after_s=0.0, parts=10) as progress:
             result = sweep(args.scenario, args.overrides, grid=args.grid, workers=args.workers, executor=args.executor,
                            ray_address=args.ray_address, progress=progress)
     except Interrupted as exc:
         return interrupted("sweep", exc)
     emit(outputs, {"--json": result.to_json(), "--csv": result.to_csv(),
-                   "--parquet": result.to_parquet() if args.parquet_path else None}, result.render)
+                   "--parquet": result.to_parquet() if args.parquet_path else None,
+                   "--html": result.to_html() if args.html else None}, result.render)
     return 0
 
 

@@ -39,6 +39,15 @@ class Setting(BaseModel):
                     "tests keep the two equal.")
 
 
+class Lever(BaseModel):
+    """Whether the stack offers one of the verdict's levers (studies/verdict.py PRESSURES names it),
+    and where that is documented."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    available: bool = Field(description="Whether a run of this stack can pull the lever.")
+    source: str = Field(min_length=1, description="The option that pulls it, or the documented reason it has none.")
+
+
 class FrameworkProfile(BaseModel):
     """A software stack's settings, each with its provenance."""
 
@@ -48,6 +57,16 @@ class FrameworkProfile(BaseModel):
     version: str = Field(min_length=1, description="The releases the values describe.")
     description: str = Field(min_length=1)
     settings: dict[str, Setting] = Field(description="Dotted scenario path → value with its source.")
+    title: str | None = Field(default=None, description="The stack as its users write it (TRL, AReaL); "
+                                                        "None: `framework`.")
+    levers: dict[str, Lever] = Field(
+        default_factory=dict,
+        description="The verdict's levers (by pressure name) the stack has or lacks; a lever not listed "
+                    "is not marked either way.")
+
+    @property
+    def shown(self) -> str:
+        return self.title or self.framework
 
     @field_validator("settings")
     @classmethod
@@ -103,6 +122,27 @@ def _has(data: dict, path: str) -> bool:
             return False
         node = node[part]
     return True
+
+
+def lever_availability(ref: str | None, lever: str) -> str | None:
+    """"not in TRL; verl, AReaL have it" when the profile ``ref`` names lacks ``lever``, listing the
+    built-in profiles that have it; None when it has it, does not say, or no profile is named."""
+    if not ref:
+        return None
+    try:
+        profile = framework_profile(ref)
+    except InputError:
+        return None
+    entry = profile.levers.get(lever)
+    if entry is None or entry.available:
+        return None
+    others = []
+    for name in builtin_frameworks():
+        other = framework_profile(name)
+        if other.levers.get(lever) is not None and other.levers[lever].available and other.shown not in others:
+            others.append(other.shown)
+    return f"not in {profile.shown}" + (f"; {', '.join(others)} {'has' if len(others) == 1 else 'have'} it"
+                                        if others else "")
 
 
 def with_framework(data: dict, base_dir: Path | None = None) -> dict:

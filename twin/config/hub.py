@@ -2,7 +2,7 @@
 
 The cache is read without any package (``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else
 ``~/.cache/huggingface/hub``: ``models--ORG--NAME/refs/main`` names the snapshot). Downloading needs
-``huggingface_hub`` (``pip install rltwin[hub]``) and a network, and never happens when
+``huggingface_hub`` (``pip install ".[hub]"`` from a clone) and a network, and never happens when
 ``HF_HUB_OFFLINE`` is set. Nothing else of the model is fetched.
 """
 
@@ -56,7 +56,7 @@ def download_config(repo_id: str) -> tuple[Path | None, str | None]:
     try:
         from huggingface_hub import hf_hub_download
     except ImportError:
-        return None, "huggingface_hub is not installed (pip install rltwin[hub])"
+        return None, 'huggingface_hub is not installed (pip install ".[hub]" from a clone of rltwin)'
     try:
         return Path(hf_hub_download(repo_id=repo_id, filename="config.json")), None
     except Exception as exc:  # the hub's own errors: kept to one line

@@ -145,6 +145,13 @@ class Plan:
         """The link between a GPU and its host's memory (the GPU profile names it)."""
         return resolve_profile(self.gpu.host_link or "pcie5", ("link",), "cluster.gpu.host_link")
 
+    def __repr__(self) -> str:
+        """One line (a notebook's ``report.plan``): the mode, the GPUs per role, the engines."""
+        gpus = (f"{self.rollout_gpus} shared GPUs" if self.mode.shares_gpus
+                else f"{self.rollout_gpus} rollout / {self.trainer_gpus} trainer GPUs")
+        return (f"Plan({self.name}: {self.mode.name}, {gpus}, {self.rollout_engines} engines of tp "
+                f"{self.rollout_tp}, {self.gpu.name}, {self.model.name})")
+
     def summary(self) -> dict[str, Any]:
         """The derived figures as plain data (the report's ``plan``)."""
         t = self.scenario.placement.trainer

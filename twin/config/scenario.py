@@ -18,6 +18,7 @@ from twin.config import limits
 from twin.config.distributions import Component, Distribution, Fixed, Mixture
 from twin.config.engines import ENGINE_KINDS, EngineName
 from twin.config.faults import Faults
+from twin.config.learning import Learning
 from twin.config.frameworks import is_path
 from twin.config.hardware import DeviceProfile, Dtype, HostProfile, LinkProfile, Strict
 from twin.config.model import ModelArch
@@ -698,6 +699,8 @@ class Scenario(Strict):
     run: Run = Field(default_factory=Run)
     faults: Faults = Field(default_factory=Faults, description="Interruptions, restarts, checkpoints, "
                            "stragglers and spare nodes at scale: the report's goodput (docs/goodput.md).")
+    learning: Learning = Field(default_factory=Learning, description="Steps to a target reward against rollouts "
+                               "per step (the noise-scale law): the report's time to target (docs/time-to-target.md).")
 
     _m = _model("model")
 

@@ -128,57 +128,16 @@ def engine_costs(plan: Plan, kernels: transformer.Kernels = "fused") -> EngineCo
 def _engine_costs(plan: Plan, kernels: transformer.Kernels, logit_rows: int | None = None) -> EngineCosts:
     arch, gpu = plan.model, plan.gpu
     r = plan.placement.rollout
-    tp, dtype = r.tp, arch.dtype
     n = np.arange(r.max_num_batched_tokens + 1, dtype=np.float64)
     # sampling needs logits only per sequence (a speculative verify step: at every verified position)
     logit_tokens = np.minimum(n, logit_rows or r.max_num_seqs)
-    peak = gpu.compute.peak(dtype)  # attention runs on the KV cache's activations, in the model's dtype
-    # placement.rollout.dtype (fp8 weights): GEMMs at the profile's peak for it, under the same
-    # efficiency curves (h100-sxm notes fp8 reaches 0.709 of its peak at large size against
-    # bf16's 0.803; one curve serves all dtypes), and the weights a step reads shrink with it.
-    gemm_peak = gpu.compute.peak(plan.rollout_dtype)
-    weight_scale = DTYPE_BYTES[plan.rollout_dtype] / arch.bytes_per_param
-    c = gpu.compute
+    peak = gpu.compute.peak(arch.dtype)  # attention runs on the KV cache's activations, in the model's dtype
     if r.pp > 1 or r.dp_attention:
         linear_s, weight_bytes, comm_s = _layout_terms(plan, n, logit_tokens)
     else:
-        # the routed experts run as the fused-MoE block (moe_engine), serial with the rest
-        body = transformer.body_params(arch) - moe_engine.routed_active_params(plan)
-        per_call = 2.0 * body * np.maximum(n, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp
-        body_eff = c.gemm_eff_array(per_call, n)
-        head_eff = c.gemm_eff_array(2.0 * transformer.head_params(arch) * np.maximum(logit_tokens, 1.0) / tp, logit_tokens)
-        linear_s = np.where(n > 0, (2.0 * body * n / body_eff
-                                    + 2.0 * transformer.head_params(arch) * logit_tokens / head_eff) / (tp * gemm_peak), 0.0)
-        dense_bytes = transformer.weight_bytes_read(arch, n) - moe_engine.routed_bytes_read(plan, n)
-        weight_bytes = dense_bytes * weight_scale / tp
-        comm_s = moe_engine.fused_moe_s(plan, n, whole_experts=r.expert_parallel)
-        if tp > 1:  # an engine across nodes: the group's ring crosses the inter-node link (Topology)
-            topo = Topology.of(plan.cluster)
-            fixed, per_byte = topo.collective_cost("all_reduce", topo.gpus(0, tp))
-            # Megatron-style TP: two all-reduces of the hidden states per layer.
-            hidden_bytes = n * arch.hidden_size * arch.bytes_per_param
-            comm_s = comm_s + np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * hidden_bytes), 0.0)
+        linear_s, weight_bytes, comm_s = _tensor_parallel_terms(plan, n, logit_tokens)
     weights_s = weight_bytes / memory_rate(gpu, float(weight_bytes[-1]))
-    # element-wise bytes are linear in (tokens, sequences): a·n + b·rows; kernels are fixed.
-    # Without class curves in the profile the work is priced as one average kernel (as
-    # roofline.elementwise_time); with them, per class (as roofline.elementwise_time_by_class).
-    one = transformer.elementwise_work_by_class(arch, 1.0, "generate", 0.0, kernels)
-    with_row = transformer.elementwise_work_by_class(arch, 1.0, "generate", 1.0, kernels)
-    if gpu.memory.elementwise_classes is None:
-        classes = {"binary": (sum(b for b, _ in one.values()), sum(o for _, o in one.values()),
-                              sum(b for b, _ in with_row.values()) - sum(b for b, _ in one.values()))}
-    else:
-        classes = {c: (one[c][0], one[c][1], with_row[c][0] - one[c][0]) for c in one}
-    mem = gpu.memory
-    elementwise_s = np.zeros_like(n)
-    for cls, (a, ops, row) in classes.items():
-        if ops <= 0:
-            continue
-        per_op = (a * n + row * logit_tokens) / (tp * r.pp) / ops  # roofline.elementwise_op_time, vectorised
-        curve = mem.elementwise_class_curve(cls)
-        t_op = per_op / (mem.bandwidth_bytes_per_s * np.maximum(curve.at_array(per_op), 1e-9))
-        t_op = np.maximum(t_op, elementwise_op_time(0.0, gpu, cls))  # the per-call floor
-        elementwise_s = elementwise_s + np.where(n > 0, ops * t_op, 0.0)
+    elementwise_s = _elementwise_s(plan, kernels, n, logit_tokens)
     comm_s = comm_s + elementwise_s
     attn_curve = gpu.compute.attention_efficiency or gpu.compute.gemm_efficiency
     attn_best = attn_curve.best
@@ -212,6 +171,61 @@ def _engine_costs(plan: Plan, kernels: transformer.Kernels, logit_rows: int | No
         elementwise_s=elementwise_s,
         prefix_caching=r.prefix_caching,
     )
+
+
+def _tensor_parallel_terms(plan: Plan, n: np.ndarray, logit_tokens: np.ndarray):
+    """GEMM seconds, weight bytes read and serial communication per step of an engine of one
+    stage with tensor parallelism, for a step of ``n`` tokens."""
+    arch, gpu, r = plan.model, plan.gpu, plan.placement.rollout
+    tp, c = r.tp, gpu.compute
+    # placement.rollout.dtype (fp8 weights): GEMMs at the profile's peak for it, under the same
+    # efficiency curves (h100-sxm notes fp8 reaches 0.709 of its peak at large size against
+    # bf16's 0.803; one curve serves all dtypes), and the weights a step reads shrink with it.
+    gemm_peak = c.peak(plan.rollout_dtype)
+    weight_scale = DTYPE_BYTES[plan.rollout_dtype] / arch.bytes_per_param
+    # the routed experts run as the fused-MoE block (moe_engine), serial with the rest
+    body = transformer.body_params(arch) - moe_engine.routed_active_params(plan)
+    per_call = 2.0 * body * np.maximum(n, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / tp
+    body_eff = c.gemm_eff_array(per_call, n)
+    head_eff = c.gemm_eff_array(2.0 * transformer.head_params(arch) * np.maximum(logit_tokens, 1.0) / tp, logit_tokens)
+    linear_s = np.where(n > 0, (2.0 * body * n / body_eff
+                                + 2.0 * transformer.head_params(arch) * logit_tokens / head_eff) / (tp * gemm_peak), 0.0)
+    dense_bytes = transformer.weight_bytes_read(arch, n) - moe_engine.routed_bytes_read(plan, n)
+    weight_bytes = dense_bytes * weight_scale / tp
+    comm_s = moe_engine.fused_moe_s(plan, n, whole_experts=r.expert_parallel)
+    if tp > 1:  # an engine across nodes: the group's ring crosses the inter-node link (Topology)
+        topo = Topology.of(plan.cluster)
+        fixed, per_byte = topo.collective_cost("all_reduce", topo.gpus(0, tp))
+        # Megatron-style TP: two all-reduces of the hidden states per layer.
+        hidden_bytes = n * arch.hidden_size * arch.bytes_per_param
+        comm_s = comm_s + np.where(n > 0, 2 * arch.num_layers * (fixed + per_byte * hidden_bytes), 0.0)
+    return linear_s, weight_bytes, comm_s
+
+
+def _elementwise_s(plan: Plan, kernels: transformer.Kernels, n: np.ndarray, logit_tokens: np.ndarray) -> np.ndarray:
+    """Element-wise kernels' seconds per step of ``n`` tokens. Their bytes are linear in
+    (tokens, sequences): a·n + b·rows; kernels are fixed. Without class curves in the profile the
+    work is priced as one average kernel (as roofline.elementwise_time); with them, per class (as
+    roofline.elementwise_time_by_class)."""
+    gpu, r = plan.gpu, plan.placement.rollout
+    one = transformer.elementwise_work_by_class(plan.model, 1.0, "generate", 0.0, kernels)
+    with_row = transformer.elementwise_work_by_class(plan.model, 1.0, "generate", 1.0, kernels)
+    if gpu.memory.elementwise_classes is None:
+        classes = {"binary": (sum(b for b, _ in one.values()), sum(o for _, o in one.values()),
+                              sum(b for b, _ in with_row.values()) - sum(b for b, _ in one.values()))}
+    else:
+        classes = {c: (one[c][0], one[c][1], with_row[c][0] - one[c][0]) for c in one}
+    mem = gpu.memory
+    elementwise_s = np.zeros_like(n)
+    for cls, (a, ops, row) in classes.items():
+        if ops <= 0:
+            continue
+        per_op = (a * n + row * logit_tokens) / (r.tp * r.pp) / ops  # roofline.elementwise_op_time, vectorised
+        curve = mem.elementwise_class_curve(cls)
+        t_op = per_op / (mem.bandwidth_bytes_per_s * np.maximum(curve.at_array(per_op), 1e-9))
+        t_op = np.maximum(t_op, elementwise_op_time(0.0, gpu, cls))  # the per-call floor
+        elementwise_s = elementwise_s + np.where(n > 0, ops * t_op, 0.0)
+    return elementwise_s
 
 
 def kv_capacity_tokens(kv_bytes: float, per_token: float, plan: Plan) -> int:

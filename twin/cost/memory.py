@@ -196,8 +196,8 @@ def rollout_memory(plan: Plan) -> RoleMemory:
         # vLLM's start-up check: the memory free when it starts must cover its whole budget
         room = (cap - resident) / cap
         fix = (f"lower gpu_memory_utilization to at most {room:.2f}" if room >= 0.05 else
-               "offload the trainer's state (placement.trainer.offload_params, offload_optimizer) or shard it "
-               "over more GPUs")
+               (f"offload the trainer's state ({', '.join(_offload_off(plan))}) or shard it over more GPUs"
+                if _offload_off(plan) else "shard the trainer's state over more GPUs (offload is on already)"))
         problem = (f"the engine's budget ({r.gpu_memory_utilization:g} of {cap / GiB:.1f} GiB) and the trainer "
                    f"state left on each GPU while it generates ({resident / GiB:.1f} GiB) exceed the GPU: "
                    f"vLLM refuses to start")
@@ -261,11 +261,18 @@ def _upper(dist) -> float:
     return float(np.quantile(dist.sample(np.random.default_rng(0), 100_000), 0.999))
 
 
+def _offload_off(plan: Plan) -> list[str]:
+    """The trainer's offload settings not on yet: the only ones a remedy may suggest."""
+    t = plan.placement.trainer
+    return [f"placement.trainer.{flag}" for flag in ("offload_params", "offload_optimizer") if not getattr(t, flag)]
+
+
 def memory_problem(plan: Plan, file: str | None = None) -> InputError | None:
     """The first role that does not fit, as an input error naming the field to change."""
+    off = _offload_off(plan)
     hints = {
-        "rollout": "raise placement.rollout.tp or gpu_memory_utilization, shorten responses, or "
-        "(colocated) offload trainer state with placement.trainer.offload_params/offload_optimizer",
+        "rollout": "raise placement.rollout.tp or gpu_memory_utilization, shorten responses"
+        + (f", or (colocated) offload trainer state with {' and '.join(off)}" if off else ""),
         "trainer": "raise trainer GPUs, zero_stage or tp/pp; enable recompute; lower micro_batch_tokens",
     }
     for m in memory_report(plan):

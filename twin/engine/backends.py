@@ -90,7 +90,9 @@ class KernelBackend:
     def __init__(self, costs: EngineCosts, engines: int, kind: str, slow: np.ndarray | None = None) -> None:
         self.kc = KernelCosts.of(costs)
         self.cf = self.kc.per_engine(np.ones(engines) if slow is None else slow)  # a row per engine
-        self.static = ENGINE_KINDS[kind].batching == "static"  # one kernel per batching; the costs differ
+        # the batching, as the kernels take it: None (continuous) or True (static), a type, so
+        # that a pool compiles only its own (twin.jit.by_batching)
+        self.static = True if ENGINE_KINDS[kind].batching == "static" else None
         self.s = PoolArrays.empty(engines, costs.max_num_seqs, total_blocks(costs))
         self.t = TurnArrays.empty()
         self._closed_spans: list[Triple] = []

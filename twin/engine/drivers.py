@@ -1,7 +1,9 @@
 """Kernel entry points over many engines: submit, advance, peek, interrupt.
 
 One call per pool operation keeps Numba's per-call dispatch cost off the per-engine path.
-``static`` selects the batching policy (the same state layout serves both).
+``static`` selects the batching policy (the same state layout serves both): None for
+continuous batching, True for static. It is read from its type when a kernel is compiled
+(:func:`twin.jit.by_batching`), so a pool compiles only the batching it uses.
 
 Multi-turn trajectories (agentic RL) live in the pool whole: a request carries its follow-up
 turns (rows of a table: tool latency, reply tokens, tokens to generate). When a turn finishes
@@ -59,7 +61,10 @@ from twin.engine.layout import (
     WHEAD,
 )
 from twin.engine.static import advance_static, interrupt_static
-from twin.jit import njit
+from twin.jit import by_batching, njit
+
+_advance_one = by_batching(advance_continuous, advance_static)
+_interrupt_one = by_batching(interrupt_continuous, interrupt_static)
 
 
 @njit
@@ -166,17 +171,6 @@ def pick_engine(router, eng, rr, cap):
     return rr[0] % engines
 
 @njit
-def _advance_one(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
-                 e, until, max_events, scratch, ev_i, ev_t, sp_e, sp_t, counts):
-    if static:
-        advance_static(req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
-                       e, until, max_events, scratch, ev_i, ev_t, sp_e, sp_t, counts)
-    else:
-        advance_continuous(req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
-                           e, until, max_events, scratch, ev_i, ev_t, sp_e, sp_t, counts)
-
-
-@njit
 def peek_engines(static, req, arrival, running, waiting, free_slots, eng, engf, tab, cf, params,
                  which, out):
     """``out[i]``: time of the next finish on engine ``which[i]`` if nothing else is submitted
@@ -196,8 +190,9 @@ def peek_engines(static, req, arrival, running, waiting, free_slots, eng, engf, 
         sp_e = np.empty(cap + 2, np.int64)
         sp_t = np.empty((2, cap + 2), np.float64)
         counts = np.zeros(2, np.int64)
-        _advance_one(static, r, a, ru, w, fs, en, ef, tab, cf[e], params, 0, np.inf, 1, scratch,
-                     ev_i, ev_t, sp_e, sp_t, counts)
+        # np.int64, not a literal 0 or 1: Numba would compile the whole chain again for literals
+        _advance_one(static, r, a, ru, w, fs, en, ef, tab, cf[e], params, np.int64(0), np.inf, np.int64(1),
+                     scratch, ev_i, ev_t, sp_e, sp_t, counts)
         out[i] = ev_t[0] if counts[0] > 0 else np.inf
 
 
@@ -207,13 +202,8 @@ def interrupt_engines(static, req, arrival, running, waiting, free_slots, eng, e
     """Apply a weight update at ``at`` to every engine; returns how many ids were dropped."""
     n_dropped = 0
     for e in range(eng.shape[0]):
-        if static:
-            n_dropped = interrupt_static(req, arrival, running, waiting, free_slots, eng, engf, params,
-                                         e, at, keep, dropped, n_dropped, sp_e, sp_t, counts)
-        else:
-            n_dropped = interrupt_continuous(req, arrival, running, waiting, free_slots, eng, engf,
-                                             params, e, at, keep, dropped, n_dropped, sp_e, sp_t,
-                                             counts)
+        n_dropped = _interrupt_one(static, req, arrival, running, waiting, free_slots, eng, engf, params,
+                                   e, at, keep, dropped, n_dropped, sp_e, sp_t, counts)
     return n_dropped
 
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from twin.engine.bookkeeping import arrived_by
 from twin.engine.layout import (
     ATTN_PER_PAIR,
@@ -35,6 +37,10 @@ from twin.engine.layout import (
     WEIGHTS,
 )
 from twin.jit import njit
+
+# Integer arguments as np.int64, not literals: Numba compiles a callee once per literal value
+# passed to it (Literal[int](0) and int64 are two specialisations, each compiled in full).
+ZERO, ONE = np.int64(0), np.int64(1)
 
 
 @njit
@@ -66,13 +72,13 @@ def decode_run_time(tab, cf, n, ctx, k):
     if k <= 0 or n <= 0:
         return 0.0
     floor = cf[HOST_FLOOR]
-    if floor <= 0.0 or _device_run_time(tab, cf, n, ctx, 1) >= floor:
+    if floor <= 0.0 or _device_run_time(tab, cf, n, ctx, ONE) >= floor:
         return _device_run_time(tab, cf, n, ctx, k) * cf[SLOW]
     # iterations 0..j-1 wait on the host; j: the first whose device time reaches the floor
     lo, hi = 0, k  # iteration lo is below the floor; hi reaches it (or is past the run)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if _device_run_time(tab, cf, n, ctx + n * mid, 1) >= floor:
+        if _device_run_time(tab, cf, n, ctx + n * mid, ONE) >= floor:
             hi = mid
         else:
             lo = mid
@@ -97,15 +103,15 @@ def _device_run_time(tab, cf, n, ctx, k):
     d0 = a_c - a_m
     db = b_c - b_m
     if db == 0.0:
-        body = _series(a_c, b_c, 0, k) if d0 >= 0.0 else _series(a_m, b_m, 0, k)
+        body = _series(a_c, b_c, ZERO, k) if d0 >= 0.0 else _series(a_m, b_m, ZERO, k)
     else:
         root = -d0 / db  # compute == memory here
         if db > 0.0:  # compute path overtakes memory from ceil(root) on
             split = 0 if root <= 0.0 else (k if root >= k else int(math.ceil(root)))
-            body = _series(a_m, b_m, 0, split) + _series(a_c, b_c, split, k)
+            body = _series(a_m, b_m, ZERO, split) + _series(a_c, b_c, split, k)
         else:  # memory path overtakes compute after floor(root)
             split = 0 if root < 0.0 else (k if root >= k else int(math.floor(root)) + 1)
-            body = _series(a_c, b_c, 0, split) + _series(a_m, b_m, split, k)
+            body = _series(a_c, b_c, ZERO, split) + _series(a_m, b_m, split, k)
     return k * base + body
 
 

@@ -8,18 +8,22 @@ each importer reads and how each knob maps.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
 
+from twin import runner
+from twin.config.overrides import apply_overrides, parse_overrides
 from twin.errors import InputError, choices
-from twin.importers import areal, nemo_rl, openrlhf, trl, verl
+from twin.importers import areal, nemo_rl, openrlhf, prime_rl, shell, slime, trl, verl
 from twin.importers.base import Imported, Importer
 
-IMPORTERS: dict[str, Importer] = {m.IMPORTER.name: m.IMPORTER for m in (verl, nemo_rl, openrlhf, areal, trl)}
-NAMES = ("verl", "nemo-rl", "openrlhf", "areal", "trl")  # as typed on the command line
+IMPORTERS: dict[str, Importer] = {m.IMPORTER.name: m.IMPORTER
+                                  for m in (verl, nemo_rl, openrlhf, areal, trl, slime, prime_rl)}
+NAMES = ("verl", "nemo-rl", "openrlhf", "areal", "trl", "slime", "prime-rl")  # as typed on the command line
 
 
 def importer(name: str) -> Importer:
@@ -35,16 +39,23 @@ def _model_overridden(overrides: Sequence[str] | dict) -> bool:
 
 
 def import_files(framework: str, files: Sequence[str | Path],
-                 overrides: Sequence[str] | dict = ()) -> Imported:
-    """Read ``files`` as ``framework``'s inputs into a scenario (not yet validated)."""
+                 overrides: Sequence[str] | dict = (), env: dict[str, str] | None = None) -> Imported:
+    """Read ``files`` as ``framework``'s inputs into a scenario (not yet validated); a launch
+    script's ``${VAR:-default}`` reads ``env`` (the calling environment when None)."""
     imp = importer(framework)
     paths = [Path(f).expanduser() for f in files]
     if not paths:
         raise InputError("no input files", field=imp.name, allowed=imp.reads)
     for path in paths:
         if not path.is_file():
-            raise InputError("file not found", file=path, allowed=imp.reads)
-    result = imp.run(paths, _model_overridden(overrides))
+            raise InputError(_not_a_file(path), file=path, allowed=imp.reads)
+    token = shell.ENVIRONMENT.set(dict(os.environ) if env is None else dict(env))
+    try:
+        result = imp.run(paths, _model_overridden(overrides))
+    except InputError as exc:
+        raise _wrong_importer(exc, imp, paths) from None
+    finally:
+        shell.ENVIRONMENT.reset(token)
     names = ", ".join(p.name for p in paths)
     text = f"Imported from {imp.title} ({names}) by `twin import {imp.name.replace('_', '-')}`, " \
            f"assuming {imp.title} {imp.version}."
@@ -55,6 +66,73 @@ def import_files(framework: str, files: Sequence[str | Path],
     return result
 
 
+# What each framework's files say of themselves, for "this looks like X's config".
+SIGNS = {"verl": r"actor_rollout_ref|verl\.trainer", "nemo_rl": r"^policy:|run_grpo|nemo_rl",
+         "openrlhf": r"openrlhf\.cli|--pretrain\b", "areal": r"allocation_mode|areal\.|^gconfig:",
+         "trl": r"num_generations|\bGRPOConfig\b|trl vllm-serve|use_vllm",
+         "slime": r"--actor-num-nodes|--rollout-num-gpus|slime|--rollout-batch-size",
+         "prime_rl": r"^\[orchestrator|^\[deployment|max_off_policy_steps|prime_rl"}
+
+
+# Errors that mean "these files are not this framework's", not "this value is wrong".
+WRONG_SIGNS = ("the inputs name no model", "the script runs no", "the inputs give no", "the config gives no",
+               "prime-rl configs are TOML", "malformed", "the file must hold a mapping")
+
+
+def looks_like(paths: Sequence[Path]) -> str | None:
+    """The framework whose signs the files carry most (their first 64 KiB), or None."""
+    import re
+
+    text = ""
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                text += handle.read(65536).decode(errors="replace")
+        except OSError:
+            continue
+    scores = {name: len(re.findall(sign, text, re.M)) for name, sign in SIGNS.items()}
+    best = max(scores, key=scores.get)
+    return best if scores[best] else None
+
+
+def _wrong_importer(exc: InputError, imp: Importer, paths: Sequence[Path]) -> InputError:
+    """``exc``, saying which framework the files look like when that is not the one asked for."""
+    other = looks_like(paths)
+    if other is None or other == imp.name or not exc.problem.startswith(WRONG_SIGNS):
+        return exc
+    title = IMPORTERS[other].title
+    return InputError(f"{exc.problem} (the input looks like a {title} config: try `twin import "
+                      f"{other.replace('_', '-')}`)", file=exc.file, field=exc.field, value=exc.value,
+                      allowed=exc.allowed)
+
+
+def _not_a_file(path: Path) -> str:
+    """What stands at ``path`` instead of a regular file (never opened)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "file not found"
+    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return f"not a regular file: {what}"
+    return "not a regular file"
+
+
+def parse_env(pairs: Sequence[str]) -> dict[str, str]:
+    """``--env K=V`` arguments over the calling environment (what a script's ``${K:-default}`` reads)."""
+    env = dict(os.environ)
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise InputError("--env takes NAME=VALUE", field="--env", value=pair,
+                             allowed="a shell variable name, '=', its value (e.g. --env NNODES=4)")
+        env[key.strip()] = value
+    return env
+
+
 def _name(path: Path) -> str:
     stem = path.stem.replace("_", "-")
     return stem or "imported"
@@ -63,8 +141,6 @@ def _name(path: Path) -> str:
 def validated(result: Imported, overrides: Sequence[str] | dict = ()):
     """The imported scenario loaded and resolved (a :class:`twin.config.plan.Plan`), with ``--set``
     overrides applied; a field that does not validate is named by the knob it came from."""
-    from twin import runner
-
     try:
         return runner.plan(result.scenario, overrides)
     except InputError as exc:
@@ -89,8 +165,6 @@ def _blame(exc: InputError, result: Imported) -> InputError:
 def scenario_yaml(result: Imported, overrides: Sequence[str] | dict = ()) -> str:
     """The scenario as YAML, ``--set`` overrides applied, under a header naming the inputs,
     the framework version assumed and the knobs not used."""
-    from twin.config.overrides import apply_overrides, parse_overrides
-
     data = result.scenario
     if overrides:
         data = apply_overrides(data, overrides if isinstance(overrides, dict) else parse_overrides(overrides))

@@ -58,7 +58,7 @@ def read(paths: list[Path]) -> Knobs:
         if path.suffix in (".yaml", ".yml"):
             knobs.put_tree(compose.hydra(path), path)
             continue
-        script = shell.parse(path.read_text(errors="replace"))
+        script = shell.read(path)
         found = [a for m, a in map(shell.python_module, script.commands) if m and ("areal" in m or m.endswith(".py"))]
         if not found:
             raise InputError("the script runs no AReaL entry point", file=path,
@@ -77,37 +77,10 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b = Builder(k)
     model_key = _first(k, "actor.path", "model_path")
     b.set("framework", "areal")  # the stack's profile: framework_profiles/areal.yaml
-    b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths]), model_key)
+    b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths], b), model_key)
     k.mark("ref.path", "tokenizer_path", "sglang.model_path", "vllm.model")
 
-    key = "allocation_mode"
-    text = k.str_(key)
-    if text is None:
-        raise InputError("the inputs give no allocation_mode", file=paths[0], field=key, allowed=FORMS)
-    try:
-        alloc = parse_allocation(text)
-    except ValueError as exc:
-        raise InputError(f"an allocation mode the importer cannot read: {exc}", file=k.file(key), field=key,
-                         value=text, allowed=FORMS) from None
-    e, t = alloc["engine"], alloc["trainer"]
-    rollout_gpus, trainer_gpus = e["d"] * e["t"], t["d"] * t["t"] * t["p"]
-    nodes_key = _first(k, "cluster.n_nodes", "n_nodes")
-    per_key = _first(k, "cluster.n_gpus_per_node", "n_gpus_per_node")
-    per_node = k.int_(per_key, 8)
-    nodes = k.int_(nodes_key, ceil_div(rollout_gpus + trainer_gpus, per_node))
-    b.set("cluster.nodes", nodes, nodes_key, key)
-    b.set("cluster.gpus_per_node", per_node, per_key)
-    b.set("placement.rollout.gpus", rollout_gpus, key)
-    b.set("placement.rollout.tp", e["t"], key)
-    b.set("placement.trainer.gpus", trainer_gpus, key)
-    b.set("placement.trainer.tp", t["t"], key)
-    b.set("placement.trainer.pp", t["p"], key)
-    if alloc["trainer_backend"] == "megatron":
-        b.set("placement.trainer.zero_stage", 1, key)
-        b.set("placement.trainer.kernels", "fused", key)
-    else:
-        b.set("placement.trainer.zero_stage", 3, key)
-
+    alloc = allocation(k, b, paths[0])
     eta_key = _first(k, "rollout.max_head_offpolicyness", "max_head_offpolicyness")
     eta = k.int_(eta_key, 0, low=0)
     if eta > 0:
@@ -136,7 +109,54 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     prompt_key = "train_dataset.max_length"
     workload(b, k.int_(prompt_key, None), k.int_(new_key, 16384), (prompt_key,), (new_key,))
 
-    # ------------------------------------------------------------ engines and trainer
+    engines(k, b, alloc)
+    b.set("placement.trainer.recompute", k.bool_("actor.gradient_checkpointing", True), "actor.gradient_checkpointing")
+    tokens_key = _first(k, "actor.mb_spec.max_tokens_per_mb", "actor_train.mb_spec.max_tokens_per_mb")
+    b.set("placement.trainer.micro_batch_tokens", k.int_(tokens_key, None), tokens_key)
+    return Imported("areal", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
+
+
+def allocation(k: Knobs, b: Builder, first: Path) -> dict:
+    """The pools from ``allocation_mode``, or from AReaL's current per-engine backends
+    (``rollout.backend: "sglang:d4p1t1"``, ``actor.backend: "fsdp:d4p1t1"``)."""
+    key = "allocation_mode"
+    text = k.str_(key)
+    if text is None and "rollout.backend" in k and "actor.backend" in k:
+        key = "rollout.backend"
+        text = f"{k.str_('rollout.backend')} + {k.str_('actor.backend')}"
+    if text is None:
+        raise InputError("the inputs give no allocation_mode (nor rollout.backend and actor.backend)", file=first,
+                         field="allocation_mode", allowed=FORMS)
+    try:
+        alloc = parse_allocation(text)
+    except ValueError as exc:
+        raise InputError(f"an allocation mode the importer cannot read: {exc}", file=k.file(key), field=key,
+                         value=text, allowed=FORMS) from None
+    e, t = alloc["engine"], alloc["trainer"]
+    rollout_gpus, trainer_gpus = e["d"] * e["t"], t["d"] * t["t"] * t["p"]
+    nodes_key = _first(k, "cluster.n_nodes", "n_nodes")
+    per_key = _first(k, "cluster.n_gpus_per_node", "n_gpus_per_node")
+    per_node = k.int_(per_key, 8)
+    nodes = k.int_(nodes_key, ceil_div(rollout_gpus + trainer_gpus, per_node))
+    b.set("cluster.nodes", nodes, nodes_key, key)
+    b.set("cluster.gpus_per_node", per_node, per_key)
+    b.set("placement.rollout.gpus", rollout_gpus, key)
+    b.set("placement.rollout.tp", e["t"], key)
+    b.set("placement.trainer.gpus", trainer_gpus, key, "actor.backend")
+    b.set("placement.trainer.tp", t["t"], key, "actor.backend")
+    b.set("placement.trainer.pp", t["p"], key, "actor.backend")
+    if alloc["trainer_backend"] == "megatron":
+        b.set("placement.trainer.zero_stage", 1, key, "actor.backend")
+        b.set("placement.trainer.kernels", "fused", key, "actor.backend")
+    else:
+        b.set("placement.trainer.zero_stage", 3, key, "actor.backend")
+    k.mark("ref.backend", "critic.backend")
+    return alloc
+
+
+def engines(k: Knobs, b: Builder, alloc: dict) -> None:
+    """The inference servers' memory share and batch limits; running sequences from the
+    concurrent rollouts (each ``gconfig.n_samples`` sequences) spread over the servers."""
     engine = alloc["backend"]
     if engine == "sglang":
         b.set("placement.rollout.gpu_memory_utilization", k.float_("sglang.mem_fraction_static", None, high=1.0),
@@ -152,13 +172,12 @@ def run(paths: list[Path], model_given: bool) -> Imported:
               "vllm.max_num_batched_tokens")
     concurrent_key = _first(k, "rollout.max_concurrent_rollouts", "max_concurrent_rollouts")
     concurrent = k.int_(concurrent_key, None)
+    samples = b.get("algorithm.responses_per_prompt", 1)
     if concurrent and b.get("placement.rollout.max_num_seqs") is None:
-        b.set("placement.rollout.max_num_seqs", max(1, ceil_div(concurrent, e["d"])), concurrent_key)
-        b.note("max_concurrent_rollouts is spread evenly over the inference servers as each one's running sequences")
-    b.set("placement.trainer.recompute", k.bool_("actor.gradient_checkpointing", True), "actor.gradient_checkpointing")
-    tokens_key = _first(k, "actor.mb_spec.max_tokens_per_mb", "actor_train.mb_spec.max_tokens_per_mb")
-    b.set("placement.trainer.micro_batch_tokens", k.int_(tokens_key, None), tokens_key)
-    return Imported("areal", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
+        b.set("placement.rollout.max_num_seqs", max(1, ceil_div(concurrent * samples, alloc["engine"]["d"])),
+              concurrent_key)
+        b.note("max_concurrent_rollouts (each gconfig.n_samples sequences) is spread evenly over the inference "
+               "servers as each one's running sequences")
 
 
 IMPORTER = Importer("areal", "AReaL", VERSION,

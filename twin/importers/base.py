@@ -10,16 +10,22 @@ the knobs present but not used, and the framework and version whose semantics we
 from __future__ import annotations
 
 import copy
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twin.config.io import load_yaml
 from twin.config.model_catalog import lookup
+from twin.config.scenario import MATH_RESPONSES
 from twin.errors import InputError, choices
+from twin.importers import shell
+from twin.importers.shell import unresolved
 
 _MISSING = object()
+MAX_NUMBER = 1e15  # beyond any count or size a run has; keeps a knob's number finite and exact
 TRUE = {"true", "1", "yes", "on"}
 FALSE = {"false", "0", "no", "off", "none", "null", ""}
 
@@ -57,42 +63,61 @@ class Knobs:
     def __init__(self) -> None:
         self._values: dict[str, tuple[Any, str]] = {}
         self._used: set[str] = set()
+        self._defaults: set[str] = set()   # the framework's own defaults: never "not used"
+        self._under: dict[str, int] = {}   # dotted prefix -> how many keys lie under it
 
     # ----------------------------------------------------------------- filling
-    def put(self, key: str, value: Any, file: str | Path) -> None:
+    def put(self, key: str, value: Any, file: str | Path, *, default: bool = False) -> None:
+        """Set one knob; one that was a mapping (keys under it) is replaced whole."""
+        if key in self._under:
+            self.drop(key)
+        if key not in self._values:
+            for prefix in _prefixes(key):
+                if prefix in self._values:  # a scalar replaced by a mapping
+                    self._forget(prefix)
+                self._under[prefix] = self._under.get(prefix, 0) + 1
         self._values[key] = (value, str(file))
+        (self._defaults.add if default else self._defaults.discard)(key)
 
-    def put_tree(self, tree: dict, file: str | Path, prefix: str = "") -> None:
+    def put_tree(self, tree: dict, file: str | Path, prefix: str = "", *, default: bool = False) -> None:
         """Every leaf of a nested mapping under its dotted key (a mapping set to an empty
-        mapping or a list counts as one leaf)."""
-        for key, value in tree.items():
-            path = f"{prefix}{key}"
-            if isinstance(value, dict) and value:
-                for old in [k for k in self._values if k == path]:
-                    del self._values[old]  # a scalar replaced by a mapping
-                self.put_tree(value, file, path + ".")
-            else:
-                for old in [k for k in self._values if k.startswith(path + ".")]:
-                    del self._values[old]  # a mapping replaced by a scalar
-                self.put(path, value, file)
+        mapping or a list counts as one leaf); linear in the leaves, without recursion."""
+        stack = [(prefix, tree)]
+        while stack:
+            head, node = stack.pop()
+            for key, value in reversed(list(node.items())):
+                path = f"{head}{key}"
+                if isinstance(value, dict) and value:
+                    stack.append((path + ".", value))
+                else:
+                    self.put(path, value, file, default=default)
+
+    def _forget(self, key: str) -> None:
+        del self._values[key]
+        self._defaults.discard(key)
+        for prefix in _prefixes(key):
+            self._under[prefix] -= 1
+            if not self._under[prefix]:
+                del self._under[prefix]
 
     def drop(self, key: str) -> None:
-        for old in [k for k in self._values if k == key or k.startswith(key + ".")]:
-            del self._values[old]
+        if key in self._values:
+            self._forget(key)
+        if key in self._under:
+            for old in [k for k in self._values if k.startswith(key + ".")]:
+                self._forget(old)
 
     def put_launch_args(self, args: list[str], script: Path, load: Callable[[Path], dict], what: str) -> None:
         """A launch script's ``--config FILE`` (loaded with ``load``, its path relative to the
         script) and its ``key=value`` overrides on top, in that order (Hydra's and NeMo-RL's)."""
-        from twin.importers import shell
-
         for i, arg in enumerate(args):
             if arg.startswith("--config"):
                 name = arg.partition("=")[2] or (args[i + 1] if i + 1 < len(args) else "")
-                cfg = Path(name)
-                cfg = cfg if cfg.is_absolute() else script.parent / cfg
-                if not cfg.is_file():
+                cfg = named_file(name, script, "--config", "--config")
+                if cfg is None:
                     raise InputError("--config names a file that is not there", file=script, field="--config",
-                                     value=name, allowed=f"an existing {what} YAML ({cfg})")
+                                     value=name, allowed=f"an existing {what} YAML beside the script or in the "
+                                     "current folder")
                 self.put_tree(load(cfg), cfg)
         for arg in args:
             if "=" in arg and not arg.startswith("-"):
@@ -115,6 +140,15 @@ class Knobs:
         """Count keys as used without reading them (their meaning is implied by others)."""
         self._used.update(k for k in keys if k in self._values)
 
+    def given(self, key: str) -> bool:
+        """Whether the inputs set the knob (not the framework's defaults standing in)."""
+        return key in self._values and key not in self._defaults
+
+    def peek(self, key: str) -> Any:
+        """The knob's value as written (not resolved, not marked used); None when absent."""
+        entry = self._values.get(key)
+        return entry[0] if entry else None
+
     def raw(self, key: str, default: Any = None) -> Any:
         if key not in self._values:
             return default
@@ -124,14 +158,21 @@ class Knobs:
     def _resolve(self, key: str, value: Any, depth: int) -> Any:
         """Hydra/OmegaConf interpolation of a whole value: ``${other.key}``,
         ``${oc.select:other.key,default}``; a shell variable left unset is an error."""
-        from twin.importers.shell import unresolved
-
         if isinstance(value, str):
             name = unresolved(value)
+            if name is not None and name.startswith("$(("):
+                raise InputError(f"the value comes from the arithmetic {name}, which the importer cannot evaluate "
+                                 "(a value it does not know, or beyond bash's 64-bit integers)", file=self.file(key),
+                                 field=key, allowed="a literal value in the script, or the scenario field with --set")
+            if name is not None and name.startswith("$("):
+                raise InputError(f"the value comes from the command substitution {name}, which the importer "
+                                 "does not run", file=self.file(key), field=key,
+                                 allowed="a literal value in the script, or the scenario field with --set")
             if name is not None:
-                raise InputError(f"the value depends on {name}, which the script does not set (it "
-                                 "comes from the environment)", file=self.file(key), field=key,
-                                 allowed="set it in the script, or give the scenario field with --set")
+                raise InputError(f"the value depends on {name}, which neither the script nor the environment "
+                                 "sets", file=self.file(key), field=key,
+                                 allowed=f"set it in the script, in the environment or with --env {name}=VALUE, "
+                                 "or give the scenario field with --set")
             value = self._inline(value, depth)
             if not isinstance(value, str):
                 return value
@@ -179,10 +220,10 @@ class Knobs:
         if value is _MISSING or value is None:
             return default
         number = _number(value)
-        if isinstance(number, float) and number.is_integer():
+        if isinstance(number, float) and math.isfinite(number) and number.is_integer():
             number = int(number)
-        if not isinstance(number, int) or isinstance(number, bool) or number < low:
-            raise self._bad(key, value, f"an integer >= {low}", "not a whole number the twin can use")
+        if not isinstance(number, int) or isinstance(number, bool) or number < low or number > MAX_NUMBER:
+            raise self._bad(key, value, f"an integer in [{low}, {MAX_NUMBER:.0e}]", "not a whole number the twin can use")
         return number
 
     def float_(self, key: str, default: Any = None, *, low: float = 0.0, high: float | None = None) -> Any:
@@ -190,9 +231,9 @@ class Knobs:
         if value is _MISSING or value is None:
             return default
         number = _number(value)
-        if not isinstance(number, (int, float)) or isinstance(number, bool) or number < low \
-                or (high is not None and number > high):
-            span = f"a number in [{low}, {high}]" if high is not None else f"a number >= {low}"
+        if not isinstance(number, (int, float)) or isinstance(number, bool) or not math.isfinite(number) \
+                or number < low or (high is not None and number > high) or number > MAX_NUMBER:
+            span = f"a number in [{low}, {high}]" if high is not None else f"a finite number in [{low}, {MAX_NUMBER:g}]"
             raise self._bad(key, value, span, "not a number the twin can use")
         return float(number)
 
@@ -229,15 +270,36 @@ class Knobs:
         return table[value.lower()]
 
     def unused(self) -> list[str]:
-        return sorted(k for k in self._values if k not in self._used)
+        """Knobs the inputs set that nothing read: those that change time or memory first
+        (:data:`WEIGHTY`), each group sorted."""
+        keys = [k for k in self._values if k not in self._used and k not in self._defaults]
+        return sorted(keys, key=lambda k: (not WEIGHTY.search(k), k))
+
+
+# Knob names whose value changes a step's time or memory: listed first when not used.
+WEIGHTY = re.compile(r"parallel|offload|recompute|eager|filter|gpu_memory|sleep|micro_batch|max_token_len|"
+                     r"checkpointing|colocate|staleness|max_num_seqs")
+
+
+def _prefixes(key: str) -> list[str]:
+    parts = key.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+_YAML_WORDS = {"true": True, "false": False, "yes": True, "no": False, "on": True, "off": False,
+               "null": None, "~": None}
 
 
 def _scalar(text: str) -> Any:
-    """A command-line value as YAML would read it (numbers, booleans, null, lists)."""
-    from twin.config.io import load_yaml
-
+    """A command-line value as YAML would read it (numbers, booleans, null, lists); the common
+    shapes (a decimal integer, a word) without the YAML parser, which costs a millisecond."""
+    plain = text.strip()
+    if re.fullmatch(r"-?(0|[1-9][0-9]{0,17})", plain):
+        return int(plain)
+    if re.fullmatch(r"[A-Za-z][A-Za-z0-9_./-]*", plain):
+        return _YAML_WORDS.get(plain.lower(), plain) if plain.lower() in _YAML_WORDS else plain
     try:
-        return load_yaml(text) if text.strip() else ""
+        return load_yaml(text) if plain else ""
     except Exception:  # noqa: BLE001 - anything YAML refuses stays text
         return text
 
@@ -276,13 +338,13 @@ class Builder:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = value
-        known = [k for k in keys if k in self.knobs]
+        known = [k for k in keys if self.knobs.given(k)]
         if known:
             self.provenance[path] = (self.knobs.file(known[0]) or "", ", ".join(known))
 
     def blame(self, path: str, *keys: str) -> None:
         """Name ``keys`` as the knobs behind a field the scenario derives (a pool's GPUs)."""
-        known = [k for k in keys if k in self.knobs]
+        known = [k for k in keys if self.knobs.given(k)]
         if known and path not in self.provenance:
             self.provenance[path] = (self.knobs.file(known[0]) or "", ", ".join(known))
 
@@ -296,6 +358,41 @@ class Builder:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+
+# --------------------------------------------------------------------------- files a config names
+def tree_root(path: Path) -> Path:
+    """The config's own tree: the checkout holding ``path`` (the nearest folder above it with
+    a ``.git``), else the current folder when ``path`` lies inside it, else ``path``'s folder.
+    Files a config names are read only from inside it (frameworks resolve them from there)."""
+    here = path.resolve().parent
+    for folder in [here, *here.parents][:64]:
+        if (folder / ".git").exists():
+            return folder
+    cwd = Path.cwd().resolve()
+    return cwd if here.is_relative_to(cwd) else here
+
+
+def named_file(name: str, named_by: Path, field: str, what: str, bases: Iterable[Path] = ()) -> Path | None:
+    """The file a config names (``--config``, ``defaults``, ``--config_file``), relative to the
+    naming file's folder, then each of ``bases``, then the current folder; None when it is not
+    there. A name that leads outside the config's tree (:func:`tree_root`) is refused: nothing
+    outside it is opened."""
+    if "\x00" in name:  # a part the script leaves to the environment: no file to look at
+        return None
+    root = tree_root(named_by)
+    ref = Path(name).expanduser()
+    for base in [named_by.parent, *bases, Path.cwd()]:
+        target = ref if ref.is_absolute() else base / ref
+        if not target.resolve().is_relative_to(root):
+            if ref.is_absolute() or ".." in ref.parts or name.startswith("~"):
+                raise InputError(f"{what} names a file outside the config's own tree; the importer reads only "
+                                 f"files inside {root}", file=named_by, field=field, value=name,
+                                 allowed=f"a path inside {root}, relative to the file that names it")
+            continue
+        if target.is_file():
+            return target
+    return None
 
 
 # --------------------------------------------------------------------------- models
@@ -335,36 +432,70 @@ HUB_PRESETS: dict[str, str] = {
     "zai-org/GLM-4.5-Base": "glm-4.5",
 }
 _HUB = {k.lower(): v for k, v in HUB_PRESETS.items()}
+_LAST = {k.lower().rpartition("/")[2]: v for k, v in HUB_PRESETS.items()}
+UNSET_MARK = "\x00unset:"  # shell.UNSET (a value the script leaves to the environment)
 
 
-def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Path] = ()) -> Any:
+def resolve_model(knobs: Knobs, key: str, overridden: bool, search: Iterable[Path] = (),
+                  b: "Builder | None" = None) -> Any:
     """The scenario's ``model`` for the framework knob ``key``: a preset for a known hub id, a
-    config.json for a local model folder; None when ``overridden`` (``--set model=...``)."""
+    config.json for a local model folder, a catalog model (a fine-tune named after its base
+    included); a path that is not there, or built from the environment
+    (``${HOME}/models/Qwen2.5-7B``), is named by its last component (noted); None when
+    ``overridden`` (``--set model=...``)."""
     if overridden:
         knobs.mark(key)
         return None
-    ref = knobs.str_(key)
     fix = ("--set model=path/to/config.json (or a preset or catalog name: --set model=NAME, see `twin list`); "
            "nothing is downloaded. Hub ids with a preset: " + ", ".join(sorted(HUB_PRESETS)))
+    raw = knobs.peek(key)
+    if isinstance(raw, str) and UNSET_MARK in raw:
+        last = raw.rpartition("/")[2]
+        named = _named_by_folder(last, b, why=f"the rest of the path depends on {_unset_name(raw)}")
+        if named:
+            knobs.mark(key)
+            return named
+        if last and unresolved(last) is None:
+            raise InputError(f"the model path depends on {_unset_name(raw)}, and its folder's name is not a preset "
+                             "or catalog model", file=knobs.file(key), field=key, value=last, allowed=fix)
+    ref = knobs.str_(key)
     if ref is None:
         raise InputError("the inputs name no model", field=key, allowed=fix)
     file = knobs.file(key)
     if ref.lower() in _HUB:
         return _HUB[ref.lower()]
-    bases = [Path.cwd(), *search]
-    for base in bases:
+    for base in [Path.cwd(), *search]:
         path = Path(ref).expanduser()
         path = path if path.is_absolute() else base / path
         if path.is_dir() and (path / "config.json").is_file():
             return str((path / "config.json").resolve())
         if path.is_file() and path.suffix == ".json":
             return str(path.resolve())
+    looks_hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", ref) is not None and not Path(ref).exists()
+    if not looks_hub and "/" in ref.rstrip("/"):
+        named = _named_by_folder(ref.rstrip("/").rpartition("/")[2], b, why=f"{ref} is not here")
+        if named:
+            return named
     if lookup(ref):  # the catalog knows it, or a base it is named after
         return ref  # resolved (with a note of what it assumed) when the scenario is read
-    looks_hub = re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", ref) is not None and not Path(ref).exists()
     problem = ("a hub id without a built-in preset" if looks_hub else
                "no model folder with a config.json there")
     raise InputError(problem, file=file, field=key, value=ref, allowed=fix)
+
+
+def _named_by_folder(last: str, b: "Builder | None", why: str) -> str | None:
+    """A model folder's name as the model it holds: a preset's hub id or a catalog model."""
+    if not last or unresolved(last) is not None:
+        return None
+    preset = _LAST.get(last.lower())
+    name = preset or (last if lookup(last) else None)
+    if name and b is not None:
+        b.note(f"the model is named by its folder's name '{last}' ({why})")
+    return name
+
+
+def _unset_name(raw: str) -> str:
+    return unresolved(raw) or "the environment"
 
 
 # --------------------------------------------------------------------------- workload
@@ -373,8 +504,6 @@ def workload(b: Builder, max_prompt: int | None, max_response: int | None,
     """Prompt and response lengths: the framework gives only their maxima, so the shape is the
     twin's default (the published math-reasoning workload, docs/validation.md), clipped at
     the framework's maxima as its engine clips them."""
-    from twin.config.scenario import MATH_RESPONSES
-
     if max_response is not None:
         responses = MATH_RESPONSES.model_dump(mode="json", exclude_defaults=True)
         cap = MATH_RESPONSES.max

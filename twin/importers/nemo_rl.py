@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from twin.errors import InputError
-from twin.importers import compose
+from twin.importers import compose, shell
 from twin.importers.base import Builder, Imported, Importer, Knobs, resolve_model, workload
 
 VERSION = "0.3 (examples/configs/grpo_math_1B.yaml key names and defaults, 2025)"
@@ -18,9 +18,7 @@ def read(paths: list[Path]) -> Knobs:
         if path.suffix in (".yaml", ".yml"):
             knobs.put_tree(compose.inherit(path), path)
         else:  # a launch script: `uv run examples/run_grpo_math.py --config X.yaml key=value ...`
-            from twin.importers import shell
-
-            script = shell.parse(path.read_text(errors="replace"))
+            script = shell.read(path)
             found = [(m, a) for m, a in map(shell.python_module, script.commands) if m and "grpo" in m]
             if not found:
                 raise InputError("the script runs no NeMo-RL GRPO entry point", file=path,
@@ -33,10 +31,17 @@ def read(paths: list[Path]) -> Knobs:
 def run(paths: list[Path], model_given: bool) -> Imported:
     k = read(paths)
     b = Builder(k)
-    b.set("model", resolve_model(k, "policy.model_name", model_given, [p.parent for p in paths]), "policy.model_name")
+    b.set("model", resolve_model(k, "policy.model_name", model_given, [p.parent for p in paths], b), "policy.model_name")
     k.mark("policy.tokenizer.name")
+    colocated = deployment(k, b)
+    total = algorithm(k, b)
+    rollout(k, b)
+    trainer(k, b, colocated, total)
+    return Imported("nemo_rl", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
 
-    # ------------------------------------------------------------ cluster and deployment
+
+def deployment(k: Knobs, b: Builder) -> bool:
+    """Nodes, colocation or the generation's own GPUs, async GRPO, the refit; whether colocated."""
     nodes = k.int_("cluster.num_nodes", 1)
     per_node = k.int_("cluster.gpus_per_node", 8)
     b.set("cluster.nodes", nodes, "cluster.num_nodes")
@@ -65,8 +70,15 @@ def run(paths: list[Path], model_given: bool) -> Imported:
               "grpo.async_grpo.in_flight_weight_updates")
     else:
         k.mark("grpo.async_grpo.max_trajectory_age_steps", "grpo.async_grpo.in_flight_weight_updates")
+    # NeMo-RL's refit: CUDA IPC between the colocated workers; between separate pools each
+    # trainer shard goes straight to the generation workers that hold it, over NCCL.
+    if not colocated:  # colocated: auto is already the twin's reshard (CUDA IPC)
+        b.set("weight_sync.method", "nccl_reshard", "policy.generation.colocated.enabled")
+    return colocated
 
-    # ------------------------------------------------------------ algorithm
+
+def algorithm(k: Knobs, b: Builder) -> int:
+    """The batch shape, KL, dynamic sampling and lengths; the total sequence length."""
     prompts = k.int_("grpo.num_prompts_per_step", 32)
     gens = k.int_("grpo.num_generations_per_prompt", 16)
     gbs = k.int_("policy.train_global_batch_size", 512)
@@ -92,8 +104,10 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     prompt = min(141, prompt_max)
     workload(b, prompt_max, max(1, min(new_tokens, total - prompt)),
              ("data.max_input_seq_length",), ("policy.max_total_sequence_length", "policy.generation.max_new_tokens"))
+    return total
 
-    # ------------------------------------------------------------ rollout
+
+def rollout(k: Knobs, b: Builder) -> None:
     G = "policy.generation"
     b.set("placement.rollout.engine", k.choice(f"{G}.backend", BACKENDS, "continuous"), f"{G}.backend")
     b.set("placement.rollout.tp", k.int_(f"{G}.vllm_cfg.tensor_parallel_size", 1), f"{G}.vllm_cfg.tensor_parallel_size")
@@ -106,7 +120,9 @@ def run(paths: list[Path], model_given: bool) -> Imported:
 
     b.blame("placement.rollout.gpus", f"{G}.vllm_cfg.tensor_parallel_size", "cluster.gpus_per_node", "cluster.num_nodes")
 
-    # ------------------------------------------------------------ trainer
+
+def trainer(k: Knobs, b: Builder, colocated: bool, total: int) -> None:
+    """Megatron or DTensor: parallelism, recompute, offload, micro-batches."""
     P = "policy"
     if k.bool_(f"{P}.megatron_cfg.enabled", False):
         M = f"{P}.megatron_cfg"
@@ -147,7 +163,6 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b.blame("placement.trainer.gpus", f"{P}.megatron_cfg.tensor_model_parallel_size",
             f"{P}.megatron_cfg.pipeline_model_parallel_size", f"{P}.dtensor_cfg.tensor_parallel_size",
             "cluster.gpus_per_node", "cluster.num_nodes")
-    return Imported("nemo_rl", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
 
 
 def _no_cp(k: Knobs, key: str) -> None:

@@ -23,7 +23,7 @@ DOTTED = {
     "rollout_batch_size": "rollout.batch_size",
     "train_batch_size": "train.batch_size",
     "micro_train_batch_size": "train.micro_batch_size",
-    "prompt_max_len": "data.max_len",
+    "prompt_max_len": "data.prompt_max_len",
     "generate_max_len": "rollout.max_new_tokens",
     "pretrain": "actor.model_name_or_path",
     "zero_stage": "ds.zero_stage",
@@ -36,6 +36,10 @@ DOTTED = {
     "max_epochs": "train.max_epochs",
     "use_kl_loss": "algo.kl.use_loss",
     "init_kl_coef": "algo.kl.init_coef",
+    "dynamic_filtering": "algo.dynamic_filtering_enable",
+    "enforce_eager": "vllm.enforce_eager",
+    "vllm_enable_sleep": "vllm.enable_sleep",
+    "deepspeed_enable_sleep": "ds.enable_sleep",
 }
 ESTIMATORS = {"gae": "ppo", "group_norm": "grpo", "reinforce": "grpo", "reinforce_baseline": "grpo",
               "rloo": "grpo", "dr_grpo": "grpo"}
@@ -57,7 +61,7 @@ class _Flags:
 def read(paths: list[Path]) -> Knobs:
     knobs = Knobs()
     for path in paths:
-        script = shell.parse(path.read_text(errors="replace"))
+        script = shell.read(path)
         found = [a for m, a in map(shell.python_module, script.commands) if m and "openrlhf" in m and "ppo" in m]
         if not found:
             raise InputError("the script runs no OpenRLHF PPO entry point", file=path,
@@ -73,7 +77,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     f = _Flags(k).key
     b = Builder(k)
     b.set("framework", "openrlhf")  # the stack's profile: framework_profiles/openrlhf.yaml
-    b.set("model", resolve_model(k, f("pretrain"), model_given, [p.parent for p in paths]), f("pretrain"))
+    b.set("model", resolve_model(k, f("pretrain"), model_given, [p.parent for p in paths], b), f("pretrain"))
 
     # ------------------------------------------------------------ deployment
     nodes = k.int_(f("actor_num_nodes"), 1)
@@ -108,9 +112,22 @@ def run(paths: list[Path], model_given: bool) -> Imported:
         b.set("algorithm.partial_rollout", k.bool_(f("partial_rollout"), False), f("partial_rollout"))
         b.note("OpenRLHF's async queue of async_queue_size batches is read as that many policy versions of staleness")
 
-    # ------------------------------------------------------------ algorithm
+    lengths = algorithm(k, b, f)
+    trainer(k, b, f, colocate, lengths)
+    return Imported("openrlhf", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
+
+
+def algorithm(k: Knobs, b: Builder, f) -> tuple[int, int]:
+    """The estimator (DAPO's dynamic filtering), the batch shape, KL, the lengths."""
     name = k.choice(f("advantage_estimator"), ESTIMATORS, "ppo")
-    b.set("algorithm.name", name, f("advantage_estimator"))
+    filtering = k.bool_(f("dynamic_filtering"), False)
+    b.set("algorithm.name", "dapo" if filtering and name == "grpo" else name, f("advantage_estimator"),
+          f("dynamic_filtering"))
+    if filtering:
+        b.set("algorithm.dynamic_sampling", {"enabled": True}, f("dynamic_filtering"))
+        b.note("dynamic filtering's share of filtered groups is unknown to the flags: 0 "
+               "(set algorithm.dynamic_sampling.zero_variance_fraction)")
+        k.mark("algo.dynamic_filtering_range", "dynamic_filtering_reward_range")
     prompts = k.int_(f("rollout_batch_size"), 1024)
     n = k.int_(f("n_samples_per_prompt"), 1)
     train_batch = k.int_(f("train_batch_size"), 128)
@@ -126,16 +143,30 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     use_kl_loss = k.bool_(f("use_kl_loss"), False)
     b.set("algorithm.reference", kl_coef > 0 or use_kl_loss, f("init_kl_coef"), f("use_kl_loss"))
 
-    # ------------------------------------------------------------ workload
-    max_prompt = k.int_(f("prompt_max_len"), 1024)
     max_new = k.int_(f("generate_max_len"), 1024)
-    workload(b, max_prompt, max_new, (f("prompt_max_len"),), (f("generate_max_len"),))
+    if "data.max_len" in k:  # the dotted flags' total: prompt + response
+        total = k.int_("data.max_len", 2048)
+        max_prompt = max(total - max_new, 1)
+        b.note("--data.max_len is prompt + response: prompts up to data.max_len - rollout.max_new_tokens")
+        prompt_keys = ("data.max_len",)
+    else:
+        max_prompt = k.int_(f("prompt_max_len"), 1024)
+        prompt_keys = (f("prompt_max_len"),)
+    workload(b, max_prompt, max_new, prompt_keys, (f("generate_max_len"),))
+    return max_prompt, max_new
 
-    # ------------------------------------------------------------ engines and trainer
+
+def trainer(k: Knobs, b: Builder, f, colocate: bool, lengths: tuple[int, int]) -> None:
+    """The engines' memory and CUDA graphs, DeepSpeed's stage, offload and micro-batches."""
+    max_prompt, max_new = lengths
     b.set("placement.rollout.gpu_memory_utilization", k.float_(f("vllm_gpu_memory_utilization"), 0.95, high=1.0),
           f("vllm_gpu_memory_utilization"))
     b.set("placement.rollout.scheduling", "synchronous")
     b.note("the rollout engine schedules synchronously (OpenRLHF's vLLM V1 LLM.generate of 2025)")
+    if k.bool_(f("enforce_eager"), False):
+        b.set("placement.rollout.enforce_eager", True, f("enforce_eager"))
+    sleep = k.bool_(f("deepspeed_enable_sleep"), False)
+    k.mark(f("vllm_enable_sleep"))
     zero = k.int_(f("zero_stage"), 2, low=0)
     if zero > 3:
         raise InputError("unknown ZeRO stage", file=k.file(f("zero_stage")), field=f("zero_stage"), value=zero,
@@ -143,7 +174,10 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b.set("placement.trainer.zero_stage", zero, f("zero_stage"))
     b.set("placement.trainer.recompute", k.bool_(f("gradient_checkpointing"), False), f("gradient_checkpointing"))
     if colocate:  # elsewhere the twin has no host-side Adam: the flag stays in the not-used list
-        b.set("placement.trainer.offload_optimizer", k.bool_(f("adam_offload"), False), f("adam_offload"))
+        b.set("placement.trainer.offload_optimizer", k.bool_(f("adam_offload"), False) or sleep, f("adam_offload"),
+              f("deepspeed_enable_sleep"))
+        if sleep:  # DeepSpeed sleep moves the weights and optimizer to the host while vLLM generates
+            b.set("placement.trainer.offload_params", True, f("deepspeed_enable_sleep"))
     if k.bool_("use_dynamic_batch", False):
         b.set("placement.trainer.micro_batch_tokens", k.int_("train_max_tokens_per_gpu", 16192),
               "train_max_tokens_per_gpu", "use_dynamic_batch")
@@ -160,11 +194,6 @@ def run(paths: list[Path], model_given: bool) -> Imported:
                          field="ring_attn_size", value=ring, allowed="1")
     b.set("placement.rollout.max_num_seqs", k.int_("vllm_max_num_seqs", 256), "vllm_max_num_seqs")
     b.set("placement.rollout.max_num_batched_tokens", k.int_("max_num_batched_tokens", None), "max_num_batched_tokens")
-    if k.bool_("dynamic_filtering", False):
-        b.set("algorithm.dynamic_sampling", {"enabled": True}, "dynamic_filtering")
-        b.note("dynamic filtering's share of filtered groups is unknown to the flags: 0 "
-               "(set algorithm.dynamic_sampling.zero_variance_fraction)")
-    return Imported("openrlhf", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
 
 
 IMPORTER = Importer("openrlhf", "OpenRLHF", VERSION,

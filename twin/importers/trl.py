@@ -9,7 +9,8 @@ from pathlib import Path
 from twin.config.io import read_mapping
 from twin.errors import InputError
 from twin.importers import shell
-from twin.importers.base import Builder, Imported, Importer, Knobs, ceil_div, resolve_model, scalar, workload
+from twin.importers.base import (WEIGHTY, Builder, Imported, Importer, Knobs, ceil_div, named_file, resolve_model, scalar,
+                                 workload)
 
 VERSION = "0.19 (trl.GRPOConfig field names and defaults, 2025)"
 DEFAULT_PROCESSES = 8
@@ -25,7 +26,7 @@ def read(paths: list[Path]) -> tuple[Knobs, Knobs, Knobs]:
             data = read_mapping(path)
             (acc if ACCELERATE_KEYS & set(data) else cfg).put_tree(data, path)
             continue
-        script = shell.parse(path.read_text(errors="replace"))
+        script = shell.read(path)
         found = False
         for words in script.commands:
             if words[:2] == ["trl", "vllm-serve"]:
@@ -41,22 +42,22 @@ def read(paths: list[Path]) -> tuple[Knobs, Knobs, Knobs]:
             for key, value in sorted(given, key=lambda kv: kv[0].replace("-", "_") != "config_file"):
                 key = key.replace("-", "_")
                 if key == "config_file":
-                    conf = Path(str(value))
-                    conf = conf if conf.is_absolute() else path.parent / conf
-                    if not conf.is_file():
+                    conf = named_file(str(value), path, "--config_file", "--config_file")
+                    if conf is None:
                         raise InputError("--config_file names a file that is not there", file=path,
-                                         field="--config_file", value=value, allowed=f"an existing accelerate config ({conf})")
+                                         field="--config_file", value=value, allowed="an existing accelerate config "
+                                         "beside the script or in the current folder (run from where you launch)")
                     acc.put_tree(read_mapping(conf), conf)
                 elif key in ("num_processes", "num_machines"):
                     acc.put(key, _value(value), path)
             for key, value in shell.flags(args):
                 key = key.replace("-", "_")
                 if key == "config":  # TrlParser's --config: a YAML of the same fields
-                    conf = Path(str(value))
-                    conf = conf if conf.is_absolute() else path.parent / conf
-                    if not conf.is_file():
+                    conf = named_file(str(value), path, "--config", "--config")
+                    if conf is None:
                         raise InputError("--config names a file that is not there", file=path, field="--config",
-                                         value=value, allowed=f"an existing GRPOConfig YAML ({conf})")
+                                         value=value, allowed="an existing GRPOConfig YAML beside the script or in "
+                                         "the current folder")
                     cfg.put_tree(read_mapping(conf), conf)
                 else:
                     cfg.drop(key)
@@ -77,16 +78,39 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b = Builder(k)
     model_key = "model_name_or_path"
     b.set("framework", "trl")  # the stack's profile: framework_profiles/trl.yaml
-    b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths]), model_key)
+    b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths], b), model_key)
+    procs, use_vllm, mode = placement(k, acc, serve, b)
+    gen_batch = batches(k, b, procs, use_vllm)
+    max_prompt = k.int_("max_prompt_length", 512)
+    max_completion = k.int_("max_completion_length", 256)
+    workload(b, max_prompt, max_completion, ("max_prompt_length",), ("max_completion_length",))
+    if not use_vllm:  # HF generate prefills the whole padded batch in one forward
+        b.set("placement.rollout.max_num_batched_tokens", (gen_batch // procs) * max_prompt, "max_prompt_length")
+    b.set("placement.trainer.recompute", k.bool_("gradient_checkpointing", False), "gradient_checkpointing")
+    per_device = k.int_("per_device_train_batch_size", 8)
+    b.set("placement.trainer.micro_batch_tokens", per_device * (max_prompt + max_completion), "per_device_train_batch_size")
+    sharding(acc, b, mode)
+    acc.mark("compute_environment", "machine_rank", "main_training_function", "rdzv_backend", "same_network",
+             "tpu_env", "tpu_use_cluster", "tpu_use_sudo", "use_cpu", "debug", "main_process_ip", "main_process_port")
+    unused = k.unused() + [f"accelerate:{x}" for x in acc.unused()] + [f"vllm-serve:{x}" for x in serve.unused()]
+    unused.sort(key=lambda x: (not WEIGHTY.search(x), x))
+    return Imported("trl", VERSION, [str(p) for p in paths], b.data, unused, b.notes, b.provenance)
 
-    # ------------------------------------------------------------ processes and placement
+
+
+
+def placement(k: Knobs, acc: Knobs, serve: Knobs, b: Builder) -> tuple[int, bool, str | None]:
+    """Training processes, vLLM colocated or as a server (its GPUs), nodes; (processes,
+    use_vllm, vllm_mode)."""
     procs = acc.int_("num_processes", None)
     machines = acc.int_("num_machines", 1)
-    if procs is None:
-        procs = DEFAULT_PROCESSES
-        b.note(f"{DEFAULT_PROCESSES} training processes (one 8-GPU node): no accelerate config or --num_processes given")
     use_vllm = k.bool_("use_vllm", False)
     mode = k.choice("vllm_mode", VLLM_MODES, "server") if use_vllm else None
+    if procs is None:
+        server = serve.int_("tensor_parallel_size", 1) * serve.int_("data_parallel_size", 1) if mode == "server" else 0
+        procs = max(DEFAULT_PROCESSES - server, 1)
+        b.note(f"{procs} training processes (one 8-GPU node{', the server on the others' if server else ''}): no "
+               "accelerate config or --num_processes given")
     per_node = ceil_div(procs, machines)  # the training processes, one GPU each
     if use_vllm and mode == "server":
         tp = serve.int_("tensor_parallel_size", 1)
@@ -106,7 +130,7 @@ def run(paths: list[Path], model_given: bool) -> Imported:
             b.note("the vLLM server runs on nodes of its own")
         b.set("cluster.nodes", nodes)
         b.set("placement.rollout.gpu_memory_utilization", serve.float_("gpu_memory_utilization", 0.9, high=1.0))
-        k.mark("vllm_gpu_memory_utilization", "vllm_tensor_parallel_size")
+        # vllm_gpu_memory_utilization / vllm_tensor_parallel_size are the colocated engine's: listed as not used
     else:
         b.set("placement.mode", "colocated")
         b.set("cluster.nodes", machines)
@@ -123,8 +147,11 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     if use_vllm:
         b.set("placement.rollout.scheduling", "synchronous")
         b.note("the vLLM engine schedules synchronously (vLLM V1 of 2025)")
+    return procs, use_vllm, mode
 
-    # ------------------------------------------------------------ batch arithmetic
+
+def batches(k: Knobs, b: Builder, procs: int, use_vllm: bool) -> int:
+    """The generation batch, groups and optimizer steps; returns the generation batch."""
     per_device = k.int_("per_device_train_batch_size", 8)
     accum = k.int_("gradient_accumulation_steps", 1)
     gens = k.int_("num_generations", 8)
@@ -156,15 +183,11 @@ def run(paths: list[Path], model_given: bool) -> Imported:
     b.set("algorithm.ppo_epochs", k.int_("num_iterations", 1), "num_iterations")
     beta = k.float_("beta", 0.0)
     b.set("algorithm.reference", beta > 0, "beta")
+    return gen_batch
 
-    # ------------------------------------------------------------ workload and trainer
-    max_prompt = k.int_("max_prompt_length", 512)
-    max_completion = k.int_("max_completion_length", 256)
-    workload(b, max_prompt, max_completion, ("max_prompt_length",), ("max_completion_length",))
-    if not use_vllm:  # HF generate prefills the whole padded batch in one forward
-        b.set("placement.rollout.max_num_batched_tokens", (gen_batch // procs) * max_prompt, "max_prompt_length")
-    b.set("placement.trainer.recompute", k.bool_("gradient_checkpointing", False), "gradient_checkpointing")
-    b.set("placement.trainer.micro_batch_tokens", per_device * (max_prompt + max_completion), "per_device_train_batch_size")
+
+def sharding(acc: Knobs, b: Builder, mode: str | None) -> None:
+    """The accelerate config's DeepSpeed stage and offload, or FSDP, or DDP."""
     kind = str(acc.str_("distributed_type", "MULTI_GPU")).upper()
     if kind == "DEEPSPEED":
         zero = acc.int_("deepspeed_config.zero_stage", 2, low=0)
@@ -176,10 +199,6 @@ def run(paths: list[Path], model_given: bool) -> Imported:
         b.set("placement.trainer.zero_stage", 3)
     else:
         b.set("placement.trainer.zero_stage", 0)
-    acc.mark("compute_environment", "machine_rank", "main_training_function", "rdzv_backend", "same_network",
-             "tpu_env", "tpu_use_cluster", "tpu_use_sudo", "use_cpu", "debug", "main_process_ip", "main_process_port")
-    unused = k.unused() + [f"accelerate:{x}" for x in acc.unused()] + [f"vllm-serve:{x}" for x in serve.unused()]
-    return Imported("trl", VERSION, [str(p) for p in paths], b.data, sorted(unused), b.notes, b.provenance)
 
 
 IMPORTER = Importer("trl", "TRL", VERSION,

@@ -76,6 +76,7 @@ class _Loop:
         self.timeline.resource("trainer/pool", 1.0)
         self.timeline.resource("link/weight-sync", 1.0)
         self.steps: list[StepRecord] = []
+        self.engine_steps: list[dict] = []  # per step: each engine's running preemption counts
         # Stop at steady state only where the workload is the same at every step.
         self.settle = plan.run.steady_tolerance if plan.workload.schedule is None else None
         self.env = simpy.Environment()
@@ -128,6 +129,7 @@ class _Loop:
             rec.end = env.now
             rec.max_staleness = step - min_version
             self.steps.append(rec)
+            self.engine_steps.append(prod.engine_snapshot(step, env.now))
             if self.progress:
                 self.progress(step + 1, plan.run.steps, env.now)
             if self.settle and step + 1 < plan.run.steps and settled(step_times(self.steps), self.settle):
@@ -191,7 +193,8 @@ class _Loop:
         }
         return SimResult(plan=plan, spans=self.timeline.freeze(), steps=self.steps, gpus=plan.gpus,
                          counters=counters, dropped=dict(prod.dropped),
-                         settled=len(self.steps) < plan.run.steps)
+                         settled=len(self.steps) < plan.run.steps,
+                         engine_steps=self.engine_steps, batches=prod.batch_spans())
 
 
 def _link(phase: str) -> str:

@@ -163,7 +163,7 @@ class Producer:
         # whether it was handed over (or dropped as stale), its admission version, and the
         # member whose reward came in last.
         self.groups = Growable(size=np.int64, done=np.int64, ready=np.float64, filtered=np.bool_,
-                               consumed=np.bool_, version=np.int64, last_member=np.int64)
+                               consumed=np.bool_, version=np.int64, last_member=np.int64, batch=np.int64)
         # Per turn: tokens to generate, then the tool's latency and reply tokens.
         self.turns = Growable(gen=np.float64, tool=np.float64, reply=np.float64)
         self.filters_due_at = np.zeros(0)    # DAPO filter decisions pending: when each filtered
@@ -171,6 +171,10 @@ class Producer:
         self.dropped: dict[str, int] = {}    # trajectories, by reason
         self.eval_pending = 0
         self.eval_end = 0.0
+        # Per rollout batch (the groups of one submit): groups, when it was submitted, the step
+        # it is for, and when its last group was ready (for the trace).
+        self.batch_info: list[tuple[int, float, int]] = []
+        self.batch_ready: list[float] = []
         for e in range(self.pool.engines):
             timeline.resource(f"rollout/engine-{e}", 1.0)
         timeline.resource(f"reward/{plan.reward.kind}", float(self.reward.servers))
@@ -197,7 +201,7 @@ class Producer:
         first_group = self.groups.total
         self.groups.extend(n, size=self.plan.algorithm.responses_per_prompt, done=0, ready=math.inf,
                            filtered=batch.filtered, consumed=False, version=self.version,
-                           last_member=-1)
+                           last_member=-1, batch=len(self.batch_info))
         first_turn = self.turns.total
         self.turns.extend(len(batch.gen), gen=batch.gen, tool=batch.tool_s, reply=batch.reply)
         ids = self.trajectories.extend(
@@ -205,6 +209,8 @@ class Producer:
             turn_end=first_turn + batch.turn_start[1:], context=batch.prompt, generated=0.0,
             gen_end=math.inf, tool_s=0.0, reward_end=math.inf, ok=False)
         self.submitted_groups += n
+        self.batch_info.append((n, self.clock, self.version + 1))
+        self.batch_ready.append(-math.inf)
         # The first turn, then each later one: the tool call before it (latency, reply) and
         # what it generates; the pool brings it back to the engines by itself.
         later = np.ones(len(batch.gen), bool)
@@ -347,6 +353,8 @@ class Producer:
         ends = traj.reward_end[members - traj.base]
         groups.last_member[complete] = members[np.arange(len(complete)), np.argmax(ends, axis=1)]
         groups.ready[complete] = ends.max(axis=1)
+        for b, t in zip(groups.batch[complete].tolist(), groups.ready[complete].tolist()):
+            self.batch_ready[b] = max(self.batch_ready[b], t)
         filtered = complete[groups.filtered[complete]]
         if len(filtered):
             # DAPO decides on the rewards' variance: the group is replaced once they are in.
@@ -473,6 +481,18 @@ class Producer:
         if unused.any():
             self._drop("generated but not consumed before the run ended",
                        int(self.groups.size[: self.groups.held][unused].sum()))
+
+    def engine_snapshot(self, step: int, time: float) -> dict:
+        """Each engine's running preemption and recompute counts now (for the trace)."""
+        stats = self.pool.stats()
+        return {"step": step, "time": time, "preemptions": stats.preemptions.tolist(),
+                "wasted_tokens": stats.wasted_tokens.tolist()}
+
+    def batch_spans(self) -> list[dict]:
+        """Each rollout batch from its submission to its last group's reward (those that
+        finished): the long tail of a step's rollout, as the trace shows it."""
+        return [{"step": step, "groups": n, "start": start, "end": end}
+                for (n, start, step), end in zip(self.batch_info, self.batch_ready) if math.isfinite(end)]
 
     def flush_spans(self) -> None:
         """Engine busy intervals into the timeline (once, at the end)."""

@@ -36,6 +36,11 @@ class SimResult:
     counters: dict[str, float] = field(default_factory=dict)
     dropped: dict[str, int] = field(default_factory=dict)
     settled: bool = False  # stopped before run.steps: the step time had settled (twin.sim.settle)
+    # For the Chrome trace (twin.analysis.trace): each engine's running preemption and recompute
+    # counts at every step's end, and each rollout batch (the groups submitted at once) from its
+    # submission to its last group's reward.
+    engine_steps: list[dict] = field(default_factory=list)
+    batches: list[dict] = field(default_factory=list)
 
     @property
     def scenario(self) -> Scenario:

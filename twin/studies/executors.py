@@ -12,7 +12,7 @@ collected by index, never by completion, so every executor gives the same answer
   once (what they were simulating is not needed) and says what it has.
 * :class:`RayExecutor` — the same worker function as Ray tasks. ``ray.init()`` starts a local
   Ray when no address is given; ``address`` joins an existing cluster. Ray is the optional
-  ``ray`` extra (``pip install "rltwin[ray]"``).
+  ``ray`` extra (``pip install ".[ray]"`` from a clone).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from twin.config.io import load_json
 from twin.errors import InputError
 
 EXECUTORS = ("local", "ray")
-RAY_FIX = 'pip install "rltwin[ray]"'
+RAY_FIX = 'pip install ".[ray]" from a clone of rltwin'
 
 Tick = Callable[[int, int], None]  # (done, total)
 

@@ -29,6 +29,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twin import runner
+from twin.analysis.frames import frame
+from twin.analysis.html import Views, plan_html
+from twin.analysis.pricing import check_price, cost_per_1000_useful, run_time_s
 from twin.analysis.report import LinkRow, ReportData
 from twin.config import arguments, limits
 from twin.config.modes import MODES
@@ -59,6 +62,8 @@ OBJECTIVES = {
     "goodput_useful_trajectories_per_hour": "useful trajectories/h × goodput: over the wall time failures and "
                                             "stragglers leave (higher is better; docs/goodput.md)",
     "goodput_tokens_per_s": "tokens/s × goodput (higher is better)",
+    "time_to_target": "hours to the learning section's target reward: steps to it (the noise-scale law, "
+                      "docs/time-to-target.md) × seconds per step (lower is better)",
 }
 
 # The fields the search sets itself: a --set or --vary of one would be overwritten.
@@ -219,10 +224,7 @@ def _check_arguments(gpus, max_staleness, objective, gpu_hour_price, top, worker
         if objective != "cost":
             raise InputError("a GPU-hour price only prices the cost objective", field="--gpu-hour-price",
                              value=gpu_hour_price, allowed="--objective cost with it, or no price")
-        if isinstance(gpu_hour_price, bool) or not isinstance(gpu_hour_price, (int, float)) \
-                or not math.isfinite(gpu_hour_price) or gpu_hour_price <= 0:
-            raise InputError("not a price", field="--gpu-hour-price", value=gpu_hour_price,
-                             allowed="a positive number (money per GPU-hour)")
+        check_price(gpu_hour_price)
 
 
 def _checked(scenario, overrides, vary, resume, ray_address, progress) -> tuple:
@@ -303,6 +305,8 @@ class Ranked:
             "tokens_per_s": self.report.throughput.tokens_per_s,
             "run_time_s": run_time_s(self.report),
             "goodput": self.report.goodput,
+            "time_to_target_s": self.report.time_to_target_s,
+            "steps_to_target": (self.report.learning or {}).get("steps_to_target"),
             "binding_link": binding.link if binding else None,
             "binding_load": binding.load if binding else None,
             "binding_critical_path_share": binding.critical_path_share if binding else None,
@@ -314,7 +318,7 @@ class Ranked:
 
 
 @dataclass(frozen=True)
-class PlanResult:
+class PlanResult(Views):
     """The planner's answer: the ranked candidates (the top ones), the best as a scenario, and
     how the search went."""
 
@@ -362,11 +366,26 @@ class PlanResult:
             "search": self.search,
             "candidates": rows,
             "best": rows[0],
+            "trust": self.best.report.trust,  # the best's scenario against the validation sources
         }
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys): the same for the same inputs."""
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_html(self, *, whole: bool = True) -> str:
+        """The ranking as one self-contained HTML page (``twin plan --html``; the ``html`` extra)."""
+        return plan_html(self, whole=whole)
+
+    def to_frame(self):
+        """One row per ranked candidate (the JSON's ``candidates``): a pandas DataFrame."""
+        return frame(self.to_dict()["candidates"])
+
+    def __repr__(self) -> str:
+        best = self.best
+        return (f"PlanResult({self.scenario_name} on {self.budget_gpus} GPUs by {self.objective}: "
+                f"{self.evaluated} simulated, best {best.placement_words}, "
+                f"{best.report.useful_trajectories_per_hour:,.0f} useful trajectories/h)")
 
     def best_yaml(self) -> str:
         """The best candidate as a scenario file: the whole scenario, self-contained (every
@@ -404,16 +423,23 @@ class PlanResult:
                  + (f" ({pruned})" if pruned else "") + f", {self.evaluated} simulated "
                  f"({self.search['strategy']}" + ("".join(
                      f"{', ' if i else ': '}{r['candidates']} at {r['steps']} steps"
-                     for i, r in enumerate(self.search["rungs"])) if len(self.search["rungs"]) > 1 else "") + ")"]
+                     for i, r in enumerate(self.search["rungs"])) if len(self.search["rungs"]) > 1 else "") + ")",
+                 f"  staleness searched up to {self.max_staleness} (--max-staleness {self.max_staleness})"
+                 + (": the best is at that cap, so its verdict may gain from more; raise --max-staleness to "
+                    "search further" if self.ranked and self.best.candidate.mode != "colocated"
+                    and self.best.candidate.staleness >= self.max_staleness and self.max_staleness < MAX_STALENESS
+                    else "")]
         vary = list(self.vary)
         cost, timed = self.objective == "cost", self.objective == "run_time"
         weighted = self.objective.startswith("goodput_")
+        to_target = self.objective == "time_to_target"
         unit = "$" if self.gpu_hour_price else "GPU-h"
         header = (f"{'rank':>4s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} "
                   f"{'step (s)':>9s} {'useful/h':>11s} {'tokens/s':>10s}"
                   + (f" {unit + '/1k':>9s}" if cost else "") + (f" {'run (h)':>8s}" if timed else "")
                   + (f" {'goodput':>7s} {'× goodput':>11s}" if weighted else "")
-                  + f"  {'binding link (share, load)':32s} {'noise':>6s}")
+                  + (f" {'steps':>7s} {'to target (h)':>13s}" if to_target else "")
+                  + f"  {'binding link (critical-path share, load)':42s} {'noise':>6s}")
         header += "".join(f"  {p}" for p in vary)
         lines.append(header)
         for r in rows:
@@ -430,8 +456,11 @@ class PlanResult:
                 line += f" {d['run_time_s'] / 3600:8.2f}"
             if weighted:
                 line += f" {d['goodput']:7.3f} {r.score:11,.0f}"
+            if to_target:
+                line += (f" {d['steps_to_target']:7,.0f} {d['time_to_target_s'] / 3600:13.2f}"
+                         if d["time_to_target_s"] is not None else f" {'-':>7s} {'-':>13s}")
             noise = f"{d['noise'] * 100:.1f}%" if d["noise"] is not None else "-"
-            line += f"  {link:32s} {noise:>6s}"
+            line += f"  {link:42s} {noise:>6s}"
             line += "".join(f"  {json.dumps(r.candidate.overrides[p])}" for p in vary)
             lines.append(line)
         if len(self.ranked) > 1 and self.best.noise is not None:
@@ -440,6 +469,7 @@ class PlanResult:
             if gap < max(first.noise, second.noise or 0.0):
                 lines.append(f"  note: #1 and #2 differ by {gap * 100:.1f}%, within their spread across seeds: "
                              "either will do (simulate more steps to separate them)")
+        lines += [f"  how far to trust this: {t['text']}" for t in self.best.report.trust[:1]]
         return "\n".join(lines)
 
 
@@ -453,14 +483,6 @@ def _binding_words(d: dict[str, Any]) -> str:
     return f"{d['binding_link']} ({d['binding_critical_path_share'] * 100:.0f}%{load})"
 
 
-def run_time_s(report: ReportData) -> float:
-    """The wall time of the report's ``run.steps``: simulated, or where the run stopped at
-    steady state, estimated at its steady step time (:mod:`twin.sim.settle`). A drifting
-    workload is always simulated to its last step, so its drift is in the figure."""
-    run = report.run
-    return run["settled"]["estimated_total_s"] if run.get("settled") else run["total_s"]
-
-
 def _metric(report: ReportData, objective: str) -> float:
     if objective.startswith("goodput_"):  # the report's faults section weighs the rate by its goodput
         return report.faults[objective.removeprefix("goodput_")]
@@ -468,6 +490,8 @@ def _metric(report: ReportData, objective: str) -> float:
         return report.throughput.tokens_per_s
     if objective == "run_time":
         return run_time_s(report)
+    if objective == "time_to_target":
+        return report.time_to_target_s if report.time_to_target_s is not None else math.inf
     return report.throughput.useful_trajectories_per_hour
 
 
@@ -475,13 +499,22 @@ def _score(report: ReportData, objective: str, price: float | None) -> tuple[flo
     """(score, cost): higher score is better; cost per 1,000 useful trajectories for "cost"."""
     if objective == "run_time":
         return -run_time_s(report), None
+    if objective == "time_to_target":  # None: the step size diverges at this batch (lr not retuned)
+        return -(report.time_to_target_s if report.time_to_target_s is not None else math.inf), None
     if objective != "cost":
         return _metric(report, objective), None
-    useful = report.throughput.useful_trajectories_per_hour
-    if useful <= 0:
-        return -math.inf, None
-    cost = float(f"{report.total_gpus * (price or 1.0) / useful * 1000:.6g}")
-    return -cost, cost
+    cost = cost_per_1000_useful(report, price)
+    return (-math.inf, None) if cost is None else (-cost, cost)
+
+
+def pin_lr_batch(data: dict) -> dict:
+    """The scenario (as data) with ``learning.lr_tuned_at_rollouts`` set to its own batch where
+    unset: a candidate that changes the batch keeps the learning rate of the scenario's."""
+    learning = data.get("learning") or {}
+    if learning.get("lr_tuned_at_rollouts") is not None:
+        return data
+    a = data["algorithm"]
+    return {**data, "learning": {**learning, "lr_tuned_at_rollouts": a["prompts_per_step"] * a["responses_per_prompt"]}}
 
 
 def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None = None, *,
@@ -508,24 +541,9 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     axes = parse_vary(vary)
     _check_not_searched(axes, "--vary")
 
-    if math.prod(len(v) for v in axes.values()) > MAX_CANDIDATES:
-        raise InputError("more combinations of --vary values than the planner searches", field="--vary",
-                         value=math.prod(len(v) for v in axes.values()), allowed=f"at most {MAX_CANDIDATES:,}")
-
     scenario_obj, base = _base(scenario, overrides)
-    combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())] or [{}]
-    candidates = _generate(base, scenario_obj, combos, gpus, max_staleness)
-    if len(candidates) > MAX_CANDIDATES:
-        raise InputError(f"{len(candidates):,} candidates are more than the planner searches",
-                         field="--vary" if axes else "--max-staleness", value=len(candidates),
-                         allowed=f"at most {MAX_CANDIDATES:,}: fewer --vary values or a lower --max-staleness")
-    _check_vary(base, candidates[0] if candidates else None, axes)
-
-    feasible, pruned, examples = _prune(base, candidates)
-    if not feasible:
-        reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
-        raise InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
-                         allowed=f"a budget some deployment fits in; of {len(candidates)} candidates: {reasons}")
+    base = pin_lr_batch(base)
+    candidates, feasible, pruned, examples = _feasible_candidates(base, scenario_obj, axes, gpus, max_staleness)
 
     steps = scenario_obj.run.steps
     owned = not isinstance(executor, executors.Executor)  # one handed in is closed by its owner
@@ -548,9 +566,7 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
     finally:
         session.close()
     if not reports:
-        reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
-        raise InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
-                         allowed=reasons)
+        raise _no_fit(gpus, pruned, examples)
 
     simulations += NOISE_SEEDS * len(shown)
     ranked = []
@@ -570,12 +586,44 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
         best_scenario=best_data)
 
 
+def _feasible_candidates(base: dict, scenario_obj, axes: dict, gpus: int, max_staleness: int):
+    """Every candidate of the search (each combination of the ``--vary`` axes, mode, engine tp,
+    split), and those left after pruning: (candidates, feasible, pruned counts, an example of
+    each reason). Raises InputError when there are too many, or none fits."""
+    if math.prod(len(v) for v in axes.values()) > MAX_CANDIDATES:
+        raise InputError("more combinations of --vary values than the planner searches", field="--vary",
+                         value=math.prod(len(v) for v in axes.values()), allowed=f"at most {MAX_CANDIDATES:,}")
+    combos = [dict(zip(axes, values)) for values in itertools.product(*axes.values())] or [{}]
+    candidates = _generate(base, scenario_obj, combos, gpus, max_staleness)
+    if len(candidates) > MAX_CANDIDATES:
+        raise InputError(f"{len(candidates):,} candidates are more than the planner searches",
+                         field="--vary" if axes else "--max-staleness", value=len(candidates),
+                         allowed=f"at most {MAX_CANDIDATES:,}: fewer --vary values or a lower --max-staleness")
+    _check_vary(base, candidates[0] if candidates else None, axes)
+    feasible, pruned, examples = _prune(base, candidates)
+    if not feasible:
+        raise _no_fit(gpus, pruned, examples, len(candidates))
+    return candidates, feasible, pruned, examples
+
+
+def _no_fit(gpus: int, pruned: dict, examples: dict, candidates: int | None = None) -> InputError:
+    reasons = "; ".join(f"{n} {PRUNE_REASONS[k]} (e.g. {examples[k]})" for k, n in pruned.items() if n)
+    if candidates is not None:
+        reasons = f"a budget some deployment fits in; of {candidates} candidates: {reasons}"
+    return InputError(f"no candidate fits {gpus} GPU{'s' * (gpus != 1)}", field="--gpus", value=gpus,
+                      allowed=reasons)
+
+
 def _generate(base: dict, scenario, combos: list[dict], gpus: int, max_staleness: int) -> list[Candidate]:
     """Every candidate, in a fixed order: axes combination, mode, engine tp, split."""
     out: list[Candidate] = []
     given = frozenset(scenario.placement.trainer.model_fields_set)  # as the user's scenario sets them
     # a colocated scenario's engines, on GPUs of their own in a separate-pool candidate
     alone = engines_on_their_own_gpus(scenario.placement.mode, scenario.placement.rollout.gpu_memory_utilization)
+    # On GPUs of its own the trainer's offload saves no memory at a pass's peak and costs host
+    # transfers around every pass (config/warnings.py _offload): a separate-pool candidate drops it.
+    alone = {**alone, **{f"placement.trainer.{flag}": False for flag in ("offload_params", "offload_optimizer")
+                         if getattr(scenario.placement.trainer, flag)}}
     for combo in combos:
         try:  # the combination's own sizes (an axis may change the node or the model)
             ctx = replace(_context(runner.load(base, {**combo, **_PROBE})), trainer_given=given)

@@ -19,6 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twin import runner
+from twin.analysis.learning import hours
+from twin.analysis.learning import point_figures as learning_figures
+from twin.analysis.frames import frame
+from twin.analysis.html import Views, scale_html
+from twin.analysis.pricing import check_price, costs, money
 from twin.analysis.report import ReportData
 from twin.config import arguments, limits
 from twin.config.modes import MODES
@@ -29,7 +34,7 @@ from twin.sim.settle import settling
 from twin.studies import executors
 from twin.studies.goodput import bind_line, failures_bind_at, point_figures
 from twin.studies.placement import PoolSplit
-from twin.studies.planner import plan_budget
+from twin.studies.planner import pin_lr_batch, plan_budget
 
 DEFAULT_THRESHOLD = 0.7   # efficiency below which an added GPU "stops paying" (user-settable)
 MAX_POINTS = 64           # sizes in one call
@@ -132,7 +137,7 @@ class ScalePoint:
         if r is None:
             keys = ("mode", "staleness", "partial_rollout", "rollout_gpus", "trainer_gpus", "engine_tp", "step_time_s", "useful_trajectories_per_hour",
                     "tokens_per_s", "binding_link", "binding_critical_path_share", "binding_load")
-            return {**out, **dict.fromkeys(keys), **point_figures(None)}
+            return {**out, **dict.fromkeys(keys), **point_figures(None), **learning_figures(None)}
         binding = r.binding
         plan, algorithm = r.plan, r.scenario["algorithm"]
         return {**out, "mode": plan["mode"], "staleness": algorithm["staleness"],
@@ -143,11 +148,11 @@ class ScalePoint:
                 "tokens_per_s": r.throughput.tokens_per_s,
                 "binding_link": binding.link if binding else None,
                 "binding_critical_path_share": binding.critical_path_share if binding else None,
-                "binding_load": binding.load if binding else None, **point_figures(r)}
+                "binding_load": binding.load if binding else None, **point_figures(r), **learning_figures(r)}
 
 
 @dataclass(frozen=True)
-class ScaleResult:
+class ScaleResult(Views):
     """The scaling curve: one point per size, ascending; the sizes where the binding link
     changes; and the first size below the efficiency threshold."""
 
@@ -156,6 +161,7 @@ class ScaleResult:
     threshold: float
     points: list[ScalePoint]
     scale_batch: bool = False
+    gpu_hour_price: float | None = None
 
     @property
     def binding_changes(self) -> list[dict[str, Any]]:
@@ -174,6 +180,14 @@ class ScaleResult:
         """The first size where failures take 5% of the wall time (:mod:`twin.studies.goodput`)."""
         return failures_bind_at(p.to_dict() for p in self.points)
 
+    @staticmethod
+    def _to_target(d: dict) -> str:
+        """With --scale-batch: rollouts per step, steps to the target and the hours to it with the
+        learning rate retuned for each batch and held at the scenario's (docs/time-to-target.md)."""
+        steps = f"{d['steps_to_target']:7,.0f}" if d["steps_to_target"] is not None else f"{'-':>7s}"
+        return (f"{d['rollouts_per_step']:7,d} {steps} {hours(d['time_to_target_retuned_s'])} "
+                f"{hours(d['time_to_target_not_retuned_s'], 10)}  ")
+
     @property
     def stops_paying_at(self) -> int | None:
         """The first size whose scaling efficiency is below the threshold (None: none is)."""
@@ -186,11 +200,29 @@ class ScaleResult:
         return {"scenario": self.scenario_name, "replan": self.replan, "scale_batch": self.scale_batch,
                 "threshold": self.threshold,
                 "points": [p.to_dict() for p in self.points], "binding_changes": self.binding_changes,
-                "stops_paying_at": self.stops_paying_at, "failures_bind_at": self.failures_bind_at}
+                "stops_paying_at": self.stops_paying_at, "failures_bind_at": self.failures_bind_at,
+                "trust": next((p.report.trust for p in self.points if p.report is not None), []),
+                **({"gpu_hour_price": self.gpu_hour_price, "costs": self.costs} if self.gpu_hour_price else {})}
+
+    @property
+    def costs(self) -> list[dict[str, Any] | None]:
+        """Each size's money at ``gpu_hour_price`` (:func:`twin.analysis.pricing.costs`; None:
+        no price, or the size did not run)."""
+        if not self.gpu_hour_price:
+            return [None] * len(self.points)
+        return [costs(p.report, self.gpu_hour_price) if p.report is not None else None for p in self.points]
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys): the same for the same inputs."""
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_html(self, *, whole: bool = True) -> str:
+        """The curve as one self-contained HTML page (``twin scale --html``; the ``html`` extra)."""
+        return scale_html(self, whole=whole)
+
+    def to_frame(self):
+        """One row per size (the JSON's ``points``): a pandas DataFrame."""
+        return frame(self.to_dict()["points"])
 
     def render(self) -> str:
         """The table and the two findings, as the command line prints them."""
@@ -201,8 +233,10 @@ class ScaleResult:
                  "failures and stragglers leave",
                  f"{'GPUs':>6s}  {'mode':15s} {'rollout':>7s} {'trainer':>7s} {'tp':>3s} {'stale':>5s} {'step (s)':>9s} "
                  f"{'useful/h':>11s} {'per GPU':>8s} {'effic.':>7s} {'goodput':>7s} {'× goodput':>11s}  "
-                 "binding link (share of the step, load)"]
-        for p in self.points:
+                 + (f"{'N/step':>7s} {'steps':>7s} {'retuned h':>9s} {'fixed-lr h':>10s}  " if self.scale_batch else "")
+                 + (f"{'$/1k useful':>11s} {'$/run':>9s}  " if self.gpu_hour_price else "")
+                 + "binding link (share of the step, load)"]
+        for p, cost in zip(self.points, self.costs):
             d = p.to_dict()
             if p.report is None:
                 lines.append(f"{p.gpus:6d}  cannot run: {p.error}")
@@ -217,6 +251,9 @@ class ScaleResult:
                          f"{d['useful_trajectories_per_hour'] / p.gpus:8,.0f} {d['scaling_efficiency']:7.2f} "
                          + (f"{d['goodput']:7.3f} {d['goodput_useful_trajectories_per_hour']:11,.0f}  "
                             if d["goodput"] is not None else f"{'-':>7s} {'-':>11s}  ")
+                         + (self._to_target(d) if self.scale_batch else "")
+                         + (f"{money(cost['per_1000_useful_trajectories']):>11s} {money(cost['per_run']):>9s}  "
+                            if cost else "")
                          + f"{d['binding_link']}{load}")
         changes = self.binding_changes
         if changes:
@@ -234,6 +271,8 @@ class ScaleResult:
             lines.append(f"  scaling efficiency stays at or above {self.threshold:g} (--threshold) at every size")
         if any(p.report for p in self.points):
             lines.append(bind_line(self.failures_bind_at))
+            first = next(p.report for p in self.points if p.report)
+            lines += [f"  how far to trust this: {t['text']}" for t in first.trust[:1]]
         return "\n".join(lines)
 
 
@@ -242,7 +281,7 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
           gpus: str | Iterable[int], replan: bool = False, scale_batch: bool = False,
           threshold: float = DEFAULT_THRESHOLD,
           max_staleness: int = 1, workers: int | None = None, executor: str | executors.Executor = "local",
-          ray_address: str | None = None, progress=None) -> ScaleResult:
+          ray_address: str | None = None, progress=None, gpu_hour_price: float | None = None) -> ScaleResult:
     """The scaling curve of ``scenario`` over the sizes ``gpus`` ("16,32,64" or integers).
 
     Without ``replan`` each size runs the scenario's placement scaled proportionally
@@ -250,7 +289,8 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
     size (``max_staleness`` bounds its search). ``scale_batch``: weak scaling, the batch
     (``algorithm.prompts_per_step``) grown with the GPUs (:func:`batch_override`); without it
     the batch stays the scenario's (strong scaling). A size that cannot run (memory, a split that
-    does not fit) is a point with its ``error``, not a failure. Raises :class:`InputError` on
+    does not fit) is a point with its ``error``, not a failure. ``gpu_hour_price``: also each
+    size's money (per step, per 1,000 useful trajectories, per run). Raises :class:`InputError` on
     bad input, :class:`twin.studies.executors.Interrupted` on Ctrl-C (with the points so far).
     """
     sizes = parse_gpus(gpus)
@@ -263,11 +303,13 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
         arguments.integer(workers, "--workers", 1)
     arguments.optional_name(ray_address, "--ray-address", "HOST:PORT, or None")
     overrides = arguments.overrides(overrides)
+    if gpu_hour_price is not None:
+        check_price(gpu_hour_price)
     if overrides is not None and not isinstance(overrides, Mapping):
         overrides = parse_overrides(list(overrides))
     overrides = dict(overrides or {})
     base_scenario = runner.load(scenario, overrides)
-    base = base_scenario.model_dump(mode="json")
+    base = pin_lr_batch(base_scenario.model_dump(mode="json"))  # without retuning: the scenario's lr
     ex = executors.make(executor, workers=workers, ray_address=ray_address)
     points: list[ScalePoint] = []
     try:
@@ -302,7 +344,8 @@ def scale(scenario=None, overrides: Mapping[str, object] | Sequence[str] | None 
         raise executors.Interrupted(best or None) from None
     finally:
         ex.close()
-    return ScaleResult(base_scenario.name, replan, float(threshold), _efficiencies(points), scale_batch)
+    return ScaleResult(base_scenario.name, replan, float(threshold), _efficiencies(points), scale_batch,
+                       gpu_hour_price)
 
 
 def _replanned(scenario, overrides, batch_of, sizes, max_staleness, ex, progress, points) -> list[ScalePoint]:

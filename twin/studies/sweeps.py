@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from twin import runner
+from twin.analysis.frames import frame
+from twin.analysis.html import Views, sweep_html
 from twin.analysis.report import ReportData
 from twin.config import arguments
 from twin.config.overrides import apply_overrides, parse_overrides
@@ -32,13 +34,13 @@ from twin.studies import executors
 from twin.studies.planner import parse_vary
 
 MAX_ROWS = 100_000
-PARQUET_FIX = 'pip install "rltwin[parquet]"'
+PARQUET_FIX = 'pip install ".[parquet]" from a clone of rltwin'
 FIGURES = ("step_time_s", "useful_trajectories_per_hour", "tokens_per_s", "binding_link", "binding_load", "goodput",
-           "error")
+           "time_to_target_s", "error")
 
 
 @dataclass(frozen=True)
-class SweepResult:
+class SweepResult(Views):
     """The grid (path → values) and its rows, in the grid's order."""
 
     scenario_name: str
@@ -80,6 +82,14 @@ class SweepResult:
         buf = pa.BufferOutputStream()
         pq.write_table(table, buf)
         return buf.getvalue().to_pybytes()
+
+    def to_html(self, *, whole: bool = True) -> str:
+        """The grid as one self-contained HTML page (``twin sweep --html``; the ``html`` extra)."""
+        return sweep_html(self, whole=whole)
+
+    def to_frame(self):
+        """One row per combination, the grid's columns first: a pandas DataFrame."""
+        return frame(self.rows, self.columns)
 
     def render(self) -> str:
         """The table as the command line prints it."""
@@ -242,4 +252,5 @@ def _row(combo: dict[str, Any], result: ReportData | InputError) -> dict[str, An
             "useful_trajectories_per_hour": result.useful_trajectories_per_hour,
             "tokens_per_s": result.throughput.tokens_per_s,
             "binding_link": binding.link if binding else None,
-            "binding_load": binding.load if binding else None, "goodput": result.goodput, "error": None}
+            "binding_load": binding.load if binding else None, "goodput": result.goodput,
+            "time_to_target_s": result.time_to_target_s, "error": None}

@@ -29,6 +29,8 @@ from typing import Any, Union
 
 from twin.analysis.metrics import throughput
 from twin.analysis.report import LinkRow, ReportData
+from twin.analysis.learning import effect as learning_effect
+from twin.config.frameworks import lever_availability
 from twin.config.overrides import apply_overrides, parse_overrides, split_top_level
 from twin.config.plan import Plan
 from twin.cost.engine import engine_costs
@@ -56,10 +58,15 @@ class Pressure:
     shared_description: str | None = None  # what it means where rollout and trainer share GPUs
     absent: str = "already so in this scenario"  # why it has no row where ``overrides`` gives None
     goodput: bool = False  # acts on interruptions alone: gain in goodput-weighted experience (studies.goodput)
+    shared_short: str | None = None  # ``short`` where rollout and trainer share GPUs, as the row names it
 
     def describe(self, plan: Plan) -> str:
         """The row's label, in the terms of the plan's deployment mode."""
         return self.shared_description if plan.mode.shares_gpus and self.shared_description else self.description
+
+    def named(self, plan: Plan) -> str:
+        """The lever as the diagnosis says it, in the terms of the plan's deployment mode."""
+        return self.shared_short if plan.mode.shares_gpus and self.shared_short else self.short
 
 
 def _nodes_for(plan: Plan, gpus: int) -> int:
@@ -190,7 +197,7 @@ def _async_scheduling(plan: Plan, report: Report) -> Overrides | None:
 
 PRESSURES: dict[str, Pressure] = {p.name: p for p in (
     Pressure("rollout_gpus_x2", "more rollout GPUs", "×2 rollout GPUs", "rollout", _more_rollout,
-             "×2 GPUs (rollout and trainer share them)"),
+             "×2 GPUs (rollout and trainer share them)", shared_short="×2 GPUs (shared)"),
     Pressure("trainer_gpus_x2", "more trainer GPUs", "×2 trainer GPUs", "optimization", _more_trainer,
              absent="shared GPUs: the ×2 GPUs row doubles the trainer's too"),
     Pressure("reward_x2", "more reward workers",
@@ -273,6 +280,8 @@ class Row:
 
     pressure: Pressure
     description: str  # the pressure's label in this plan's terms
+    short: str | None = None  # the lever as the diagnosis names it in this plan's terms (None: pressure.short)
+    not_in_framework: str | None = None  # "not in TRL's GRPOTrainer; verl ... have it" (the framework profiles)
     step_time_s: float | None = None
     useful_trajectories_per_hour: float | None = None
     gain: float | None = None
@@ -283,10 +292,11 @@ class Row:
     within_noise: bool = False
     reseeded: bool = False
     overrides: Overrides | None = field(default=None, repr=False, compare=False)  # the alternative kept
+    time_to_target: dict[str, float] | None = None  # relative change of steps, s/step, time (analysis.learning)
 
     def to_dict(self) -> dict[str, Any]:
         p = self.pressure
-        out: dict[str, Any] = {"pressure": p.name, "short": p.short, "description": self.description, "link": p.link}
+        out: dict[str, Any] = {"pressure": p.name, "short": self.short or p.short, "description": self.description, "link": p.link}
         if self.error is not None:
             return {**out, "error": self.error}
         out.update(step_time_s=self.step_time_s, useful_trajectories_per_hour=self.useful_trajectories_per_hour,
@@ -295,6 +305,10 @@ class Row:
             out["placement"] = self.placement
         if self.noise is not None:
             out.update(noise=self.noise, within_noise=self.within_noise, noise_reseeded=self.reseeded)
+        if self.time_to_target is not None:
+            out["time_to_target"] = self.time_to_target
+        if self.not_in_framework:
+            out["not_in_framework"] = self.not_in_framework
         return out
 
 
@@ -413,7 +427,7 @@ def _rows(base: Report, jobs: list[tuple[Pressure, Overrides]], reports: list[Re
     best: dict[str, Row] = {}  # per pressure, its best alternative (the first error if all fail)
     for (p, alternative), rep in zip(jobs, reports):
         if isinstance(rep, InputError):
-            best.setdefault(p.name, Row(p, p.describe(plan), error=rep.message))
+            best.setdefault(p.name, Row(p, p.describe(plan), p.named(plan), error=rep.message))
             continue
         now = rep.useful_trajectories_per_hour
         gain = now / useful - 1.0 if useful > 0 else 0.0
@@ -421,12 +435,13 @@ def _rows(base: Report, jobs: list[tuple[Pressure, Overrides]], reports: list[Re
             now, gain = rep.faults["useful_trajectories_per_hour"], goodput.goodput_gain(base.data, rep, alternative)
         placed = rep.plan
         row = Row(
-            p, p.describe(plan), step_time_s=rep.step_time_s, useful_trajectories_per_hour=now,
+            p, p.describe(plan), p.named(plan), step_time_s=rep.step_time_s, useful_trajectories_per_hour=now,
             gain=float(f"{gain:.6g}"),
             added_gpus=rep.total_gpus + _spares(rep) - base_gpus,
             placement=({"rollout_gpus": placed["rollout_gpus"], "trainer_gpus": placed["trainer_gpus"]}
                        if plan.mode.shares_gpus and placed["mode"] != plan.mode.name else None),
-            overrides=alternative,
+            overrides=alternative, time_to_target=learning_effect(base.data.learning, rep.learning),
+            not_in_framework=lever_availability(plan.scenario.framework, p.name),
         )
         held = best.get(p.name)
         if held is None or held.gain is None or row.gain > held.gain:
@@ -486,7 +501,8 @@ def diagnosis(bottleneck: list[LinkRow], rows: list[dict]) -> str:
     own = next((r for r in ok if r["pressure"] == OWN_PRESSURE.get(top.link)), None)
     # The best two beside it, of those that are gains at all (not within noise).
     shown = ([own] if own else []) + [r for r in ok if r is not own and not r.get("within_noise")][:2]
-    parts = [f"{r['short']}: " + ("within noise" if r.get("within_noise") else f"{r['gain'] * 100:+.0f}%")
+    parts = [f"{r['short']}" + (f" ({r['not_in_framework'].split(';')[0]})" if r.get("not_in_framework") else "")
+             + ": " + ("within noise" if r.get("within_noise") else f"{r['gain'] * 100:+.0f}%")
              for r in shown]
     return line + ("; " + ", ".join(parts) if parts else "")
 

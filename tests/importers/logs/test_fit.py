@@ -12,6 +12,7 @@ import yaml
 
 from twin.cli import main
 from twin.config.load import load_scenario
+from twin.errors import InputError
 from twin.importers.logs import fit_lengths, fit_log, read_logs, windows
 from twin.importers.logs.lognormal import clip_mass, clipped_mean, fit
 from twin.importers.logs.readers import RESPONSE, Step
@@ -202,6 +203,23 @@ def test_out_writes_every_window_as_the_schedule(capsys, tmp_path):
         "workload"]["schedule"]["windows"][-1]["response_tokens"]
 
 
+def test_scenario_written_by_import_fits_text_fields_are_not_paths(capsys, tmp_path):
+    """Issue 26 item 3: an imported scenario's long description (with slashes) is text, not a path;
+    only path fields (here a histogram given relative to the scenario) are resolved."""
+    (tmp_path / "lengths.csv").write_text("500,1\n1500,1\n")
+    data = yaml.safe_load(TINY.read_text())
+    data["description"] = "x" * 300 + " from verl/trainer/config/ppo_trainer.yaml " + "y" * 300
+    data["workload"]["prompt_tokens"] = {"kind": "empirical", "path": "lengths.csv"}
+    scenario = tmp_path / "imported.yaml"
+    scenario.write_text(yaml.safe_dump(data))
+    fitted = tmp_path / "fitted.yaml"
+    code, _, err = _run(capsys, FIX / LOGS["wandb-csv"], "--scenario", scenario, "--out", fitted)
+    assert code == 0, err
+    out = yaml.safe_load(fitted.read_text())
+    assert out["description"] == data["description"]
+    assert out["workload"]["prompt_tokens"]["path"] == str((tmp_path / "lengths.csv").resolve())
+
+
 def test_out_without_scenario_is_a_workload_fragment(capsys, tmp_path):
     frag = tmp_path / "frag.yaml"
     assert _run(capsys, FIX / LOGS["wandb-csv"], "--out", frag)[0] == 0
@@ -255,7 +273,7 @@ def test_undetectable_format(capsys, tmp_path):
     log = tmp_path / "notes.txt"
     log.write_text("hello\nworld\n")
     line = _error(capsys, tmp_path, log)
-    assert "notes.txt" in line and "--format verl|trl|wandb-csv|jsonl" in line
+    assert "notes.txt" in line and "--format verl|trl|trl-console|wandb-csv|jsonl" in line
 
 
 def test_non_numeric_value_names_file_line_and_key(capsys, tmp_path):
@@ -326,3 +344,70 @@ def test_a_log_the_fit_cannot_use_is_one_error_line(tmp_path, capsys, lines, wor
 
 def test_a_clip_ratio_of_1e_300_is_no_clipping():
     assert fit(100.0, 2000.0, 1e-300, max_=2000.0).sigma > 0
+
+
+REAL = FIX / "trl-real"
+
+
+def test_case_says_when_the_scenario_does_not_describe_the_logged_run(capsys, tmp_path):
+    """Issue 26 item 10: a CPU run of a tiny model (16 trajectories a step) against an H100 1.5B
+    scenario of 8,192: the batch differs, said on stderr and in the case's assumptions."""
+    case = tmp_path / "case.yaml"
+    code, _, err = _run(capsys, REAL / "trainer_state.json", "--scenario", "grpo-1.5b-async", "--case", case)
+    assert code == 0
+    assert "does not describe the logged run: batch: the log's steps hold 928 tokens" in err
+    assert "8,192 trajectories (512 prompts × 16)" in err
+    assert "THE SCENARIO DOES NOT DESCRIBE THE LOGGED RUN: batch" in yaml.safe_load(case.read_text())["assumptions"]
+
+
+def test_case_from_the_run_s_own_scenario_says_nothing(capsys, tmp_path):
+    case = tmp_path / "case.yaml"
+    code, _, err = _run(capsys, REAL / "trainer_state.json", "--scenario", REAL / "scenario.yaml", "--case", case)
+    assert code == 0 and "does not describe" not in err
+    assert "DOES NOT DESCRIBE" not in yaml.safe_load(case.read_text())["assumptions"]
+
+
+@pytest.mark.parametrize("changes, said", [
+    ({"cluster": {"nodes": 1, "gpus_per_node": 8, "gpu": "h100-sxm"}}, "far smaller or its devices far slower"),
+    ({"model": "llama-3.1-70b", "cluster": {"nodes": 1, "gpus_per_node": 1, "gpu": "h100-sxm"}},
+     "the run's model is smaller or its devices faster"),
+])
+def test_case_says_when_model_or_device_differ(capsys, tmp_path, changes, said):
+    """Same batch and lengths as the log; only the model or the device changed."""
+    data = yaml.safe_load((REAL / "scenario.yaml").read_text())
+    data.update(changes)
+    data["placement"] = {"mode": "colocated"}
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(data))
+    code, _, err = _run(capsys, REAL / "trainer_state.json", "--scenario", scenario, "--case", tmp_path / "c.yaml")
+    assert code == 0 and "model size or device" in err and said in err
+    assert "batch:" not in err
+
+
+def test_trl_console_output_reads_as_trainer_state_json():
+    """Issue 26 item 11: TRL's printed dicts (not JSON, no step) read, numbered in order, the
+    same figures as the trainer_state.json of the same run."""
+    console = read_logs([REAL / "console.txt"])
+    state = read_logs([REAL / "trainer_state.json"])
+    assert console.formats[0].startswith("trl-console (detected from")
+    assert [s.step for s in console.steps] == [s.step for s in state.steps] == list(range(1, 13))
+    assert [s.values for s in console.steps] == [s.values for s in state.steps]
+
+
+def test_trl_console_numpy_values_and_bad_dicts(tmp_path):
+    log = tmp_path / "out.txt"
+    log.write_text("{'completions/mean_length': np.float64(12.5), 'step_time': 0.2}\n"
+                   "{'completions/mean_length': 14.0, 'step_time': np.float32(0.3)}\n")
+    steps = read_logs([log]).steps
+    assert [s.values["completions/mean_length"] for s in steps] == [12.5, 14.0]
+    log.write_text("{'completions/mean_length': __import__('os').getcwd()}\n")
+    with pytest.raises(InputError, match="not a printed Python dict"):
+        read_logs([log])
+
+
+def test_printed_dicts_given_as_jsonl_say_what_to_use(capsys, tmp_path):
+    log = tmp_path / "out.jsonl"
+    log.write_text("{'completions/mean_length': 22.875, 'step_time': 0.18}\n")
+    line = _error(capsys, tmp_path, log, "--format", "jsonl")
+    assert "a printed Python dict, not JSON" in line and "--format trl-console" in line
+    assert "trainer_state.json" in line

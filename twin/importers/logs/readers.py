@@ -9,6 +9,8 @@ the framework's own key names (kept, so that every fitted figure can say where i
   {...}}`` or the keys flat beside ``step``);
 - ``trl``: TRL's ``trainer_state.json``, whose ``log_history`` entries carry
   ``completions/mean_length`` ... and ``step``;
+- ``trl-console``: TRL's console output, the Python-dict lines ``{'loss': ..., 'completions/mean_length':
+  ...}`` it prints among progress bars (no step printed: numbered in order; trl_console.py);
 - ``wandb-csv``: a Weights & Biases CSV export (a ``Step`` column, one column per metric;
   ``run - key`` headers and ``key__MIN``/``key__MAX`` columns are understood);
 - ``jsonl``: one flat JSON object per line with verl's keys and ``step``.
@@ -32,8 +34,9 @@ from pathlib import Path
 from twin.config.io import load_json
 from twin.config.limits import MAX_CONTEXT_TOKENS
 from twin.errors import InputError, choices
+from twin.importers.logs import trl_console
 
-FORMATS = ("verl", "trl", "wandb-csv", "jsonl")
+FORMATS = ("verl", "trl", "trl-console", "wandb-csv", "jsonl")
 MAX_LOG_BYTES = 1 << 30  # a run log of a million steps is far below this
 
 # Role -> the keys that carry it, verl's first, then TRL's (and their `train/` forms in wandb).
@@ -66,7 +69,13 @@ TIMINGS = {
     "timing/train/policy_training": "update_actor",
     "timing/train/policy_and_reference_logprobs": "old_logprob+reference",
 }
-KNOWN = {k for table in (RESPONSE, PROMPT) for keys in table.values() for k in keys} | set(TIMINGS)
+# The size of a step, read to check that a scenario describes the logged run (twin fit --case):
+# verl's tokens of the step's batch (prompts and responses), TRL's running count of tokens seen.
+SCALE = {
+    "tokens_per_step": ("perf/total_num_tokens",),
+    "tokens_seen": ("num_tokens",),
+}
+KNOWN = {k for table in (RESPONSE, PROMPT, SCALE) for keys in table.values() for k in keys} | set(TIMINGS)
 RATIOS = {k for table in (RESPONSE, PROMPT) for k in table["clip_ratio"]}
 LENGTHS = {k for table in (RESPONSE, PROMPT) for role in ("mean", "max", "min") for k in table[role]}
 MAX_STEP = 10**12        # a step number beyond any run (and within a float's exact integers)
@@ -227,6 +236,10 @@ def read_jsonl(path: Path) -> list[Step]:
         try:
             obj = load_json(line)  # bounded: a line nested 50,000 deep is an error, not a RecursionError
         except ValueError as exc:
+            if line.lstrip().startswith("{'"):
+                raise InputError("a printed Python dict, not JSON", file=path, field=f"line {number}",
+                                 allowed="--format trl-console for TRL's console output, or TRL's "
+                                 "trainer_state.json (in the run's checkpoint folders)") from None
             raise InputError(f"not a JSON object: {str(exc).splitlines()[0]}", file=path, field=f"line {number}",
                              allowed="one JSON object per line") from None
         if not isinstance(obj, dict):
@@ -257,6 +270,18 @@ def read_trl(path: Path) -> list[Step]:
         rec = _record(entry, entry.get("step"), path, f"log_history[{i}]")
         if rec:
             steps.append(rec)
+    return steps
+
+
+def read_trl_console(path: Path) -> list[Step]:
+    """TRL's printed dicts, numbered 1, 2, ... in the order printed (they carry no step)."""
+    steps = []
+    for number, line in _lines(path):
+        values = trl_console.parse(line, path, number) if "{'" in line else None
+        if values:
+            rec = _record(values, len(steps) + 1, path, f"line {number}")
+            if rec:
+                steps.append(rec)
     return steps
 
 
@@ -306,6 +331,8 @@ def detect(path: Path) -> tuple[str, str]:
         if line.strip():
             first = line.strip()
             break
+    if first.startswith("{'"):
+        return "trl-console", "a printed Python dict (TRL's console output)"
     if first.startswith("{"):
         if path.suffix.lower() == ".json" or '"log_history"' in first:
             return "trl", "a JSON object (a trainer_state.json)"
@@ -319,6 +346,8 @@ def detect(path: Path) -> tuple[str, str]:
     for n, (_, line) in enumerate(_lines(path)):
         if _STEP.search(line.rstrip("\n")):
             return "verl", "lines of 'step:N - key:value' (verl's console)"
+        if trl_console.looks_like(line):
+            return "trl-console", "printed dicts of completions/mean_length (TRL's console output)"
         if n > 100_000:
             break
     raise InputError("cannot tell the log's format", file=path, field="--format",
@@ -342,6 +371,8 @@ def read_one(path: Path, fmt: str | None) -> tuple[list[Step], str]:
         steps = read_jsonl(path)
     elif fmt == "trl":
         steps = read_trl(path)
+    elif fmt == "trl-console":
+        steps = read_trl_console(path)
     else:
         steps = read_wandb_csv(path)
     if not steps:
