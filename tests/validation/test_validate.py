@@ -226,6 +226,14 @@ def test_a_case_imports_its_runs_framework_config(tmp_path):
     assert "missing.sh" in str(exc.value)
 
 
+@pytest.mark.parametrize("name", ["throughput", "scenario.name", "breakdown", "nope", "step_time_s.x"])
+def test_a_metric_that_is_not_a_number_of_the_report_is_unknown(name):
+    report = {"step_time_s": 3.0, "breakdown": {"generation": 2.0}, "throughput": {"tokens_per_s": 9.0},
+              "scenario": {"name": "x"}}
+    with pytest.raises(KeyError):
+        metric(report, name)
+
+
 @pytest.mark.parametrize("name", ["../run.sh", "/etc/passwd", "sub/../../run.sh"])
 def test_a_cases_framework_files_stay_in_its_folder(tmp_path, name):
     """A case file that names a framework file outside its own folder is refused before anything

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -128,10 +130,24 @@ def load_json(text: str) -> Any:
     return data
 
 
+def missing_file(path: Path, what: str = "file") -> str:
+    """Why ``path`` is not a file that can be read, in words: not found, a folder, or something
+    else (a pipe, a device, a socket, which are never read as input)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return f"{what} not found"
+    except OSError as exc:
+        return f"cannot read the {what}: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"is a folder, not a {what}"
+    return f"is not a regular {what} (a pipe, device or socket)"
+
+
 def read_mapping(path: Path) -> dict:
     """Parse a YAML (or JSON) file that must hold a mapping."""
     if not path.is_file():
-        raise InputError("file not found", file=path)
+        raise InputError(missing_file(path), file=path)
     kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
         size = path.stat().st_size

@@ -326,6 +326,26 @@ def test_missing_log_and_bad_window(capsys, tmp_path):
     assert "--window" in _error(capsys, tmp_path, FIX / LOGS["verl"], "--window", "0")
 
 
+@pytest.mark.parametrize("lines, words", [
+    (["step:1 - response_length/mean:0 - response_length/max:0"], "every response length mean is 0"),
+    (["step:1 - response_length/mean:100 - response_length/max:0 - response_length/clip_ratio:0.1"],
+     "shorter than their mean"),
+    (["step:1 - response_length/mean:1e300 - response_length/max:1e301"], "beyond any model's context"),
+    (["step:1 - response_length/mean:100 - response_length/max:2000 - response_length/clip_ratio:2"], "a ratio"),
+    (['{"step": 1, "x": ' + "[" * 50_000 + "]" * 50_000 + "}"], "nested deeper than"),
+])
+def test_a_log_the_fit_cannot_use_is_one_error_line(tmp_path, capsys, lines, words):
+    log = tmp_path / ("run.jsonl" if lines[0].startswith("{") else "run.log")
+    log.write_text("\n".join(lines) + "\n")
+    assert main(["fit", str(log)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("twin: error:") and words in err[0]
+
+
+def test_a_clip_ratio_of_1e_300_is_no_clipping():
+    assert fit(100.0, 2000.0, 1e-300, max_=2000.0).sigma > 0
+
+
 REAL = FIX / "trl-real"
 
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from twin.config.io import load_json
+from twin.config.io import load_json, missing_file
 from twin.config.limits import MAX_CONTEXT_TOKENS
 from twin.errors import InputError, choices
 from twin.importers.logs import trl_console
@@ -356,7 +356,7 @@ def detect(path: Path) -> tuple[str, str]:
 
 def read_one(path: Path, fmt: str | None) -> tuple[list[Step], str]:
     if not path.is_file():
-        raise InputError("log file not found", file=path)
+        raise InputError(missing_file(path, "log file"), file=path)
     if fmt is None:
         fmt, why = detect(path)
         how = f"{fmt} (detected from {why})"
