@@ -3,7 +3,9 @@
 Runs `python -m twin.cli run SCENARIO --no-verdict` in a fresh process with an empty Numba
 cache folder (cold: the kernels compile), then the same command again with that folder
 (warm: the kernels load from it), each ``--repeat`` times, alternating, so that both see the
-same load on a shared machine. Prints each pair, then ``cold_s warm_s ratio`` (medians).
+same load on a shared machine. Prints each pair with the CPU seconds the process used (user +
+system, children included: a figure the machine's load barely moves), then
+``cold_s warm_s ratio`` (medians of wall time).
 With ``--kernels`` it also prints, from one cold in-process run, each kernel's compile time.
 
     python benchmarks/coldstart.py [SCENARIO] [--repeat 2] [--verdict] [--kernels]
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -23,12 +26,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def timed_run(scenario: str, cache: str, verdict: bool) -> float:
+def _cpu_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_run(scenario: str, cache: str, verdict: bool) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one `twin run` in a fresh process."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
     command = [sys.executable, "-m", "twin.cli", "run", scenario, *([] if verdict else ["--no-verdict"])]
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), _cpu_children()
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, _cpu_children() - cpu
 
 
 def kernel_compile_times(scenario: str) -> None:
@@ -70,14 +79,19 @@ def main() -> None:
     if args.kernels:
         kernel_compile_times(args.scenario)
         return
-    colds, warms = [], []
+    colds, warms, cpus = [], [], []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="rltwin-coldstart-") as cache:
-            colds.append(timed_run(args.scenario, cache, args.verdict))
-            warms.append(timed_run(args.scenario, cache, args.verdict))
-        print(f"cold {colds[-1]:.1f} s  warm {warms[-1]:.1f} s", flush=True)
+            (cold_s, cold_cpu), (warm_s, warm_cpu) = (timed_run(args.scenario, cache, args.verdict)
+                                                      for _ in range(2))
+            colds.append(cold_s)
+            warms.append(warm_s)
+            cpus.append((cold_cpu, warm_cpu))
+        print(f"cold {cold_s:.1f} s ({cold_cpu:.1f} s CPU)  warm {warm_s:.1f} s ({warm_cpu:.1f} s CPU)", flush=True)
     cold, warm = statistics.median(colds), statistics.median(warms)
-    print(f"cold_s={cold:.1f} warm_s={warm:.1f} ratio={cold / warm:.1f}")
+    cold_cpu, warm_cpu = (statistics.median(c) for c in zip(*cpus))
+    print(f"cold_s={cold:.1f} warm_s={warm:.1f} ratio={cold / warm:.1f} "
+          f"cold_cpu_s={cold_cpu:.1f} warm_cpu_s={warm_cpu:.1f} cpu_ratio={cold_cpu / warm_cpu:.1f}")
 
 
 if __name__ == "__main__":

@@ -57,12 +57,12 @@ def prepare(out: Path, *, fresh: bool) -> CalibrationOutputs:
         if not is_calibration_csv(outputs.csv):
             raise CalibrationError(f"{outputs.csv} exists and is not a calibration CSV (its first line is not "
                                    f"{HEADER!r}); it is left as it is: choose another --out")
-        if fresh:
-            outputs.csv.unlink()
     for path in folder.glob(f"{_glob_escape(out.stem)}.*.yaml"):  # link profiles of an earlier run
         if path != out and path.stem.count(".") == out.stem.count(".") + 1 and not is_calibration_profile(path):
             raise CalibrationError(f"{path} exists and was not written by calibrate (no 'source: calibrated' "
                                    "provenance); a link profile would replace it: choose another --out")
+    if fresh and _exists(outputs.csv):  # last: a run refused above deletes nothing
+        outputs.csv.unlink()
     return outputs
 
 

@@ -28,24 +28,31 @@ the padded length the probe's learner computes, not their true lengths.
 
 from __future__ import annotations
 
-import numpy as np
-
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from calibrate.probe.learner import computed_positions
 from calibrate.probe.loop import PHASES, ProbeConfig
 from calibrate.probe.opcount import op_count
 from calibrate.probe.schedule import continuous_schedule, static_schedule
 from twin import runner
+from twin.config.load import load_scenario
+from twin.config.plan import resolve
+from twin.cost import transformer
+from twin.cost.engine import engine_costs
+from twin.cost.hf_generate import priced_ops_per_layer as twin_priced
+from twin.cost.learner import forward_pass_time, update_time
+from twin.cost.phases import reward_bound
+from twin.cost.roofline import attention_time
+from twin.engine import EnginePool
 
 
 def probe_scenario(cfg: ProbeConfig, profile_path: Path, padded: int | None = None):
     """The twin scenario that describes probe configuration ``cfg`` on the profiled device
     (``padded``: the learner's padded sequence length, default the longest possible)."""
-    from twin.config.load import load_scenario
-
     rows = cfg.rows
     padded = padded or computed_positions(cfg.prompt_len, cfg.response_max)
     micro_rows = cfg.micro_rows or rows
@@ -85,15 +92,11 @@ def priced_ops_per_layer(arch, kind: str) -> float:
     """Kernels of one layer the twin prices itself (GEMMs, attention, element-wise kernels),
     so that their dispatch is inside their calibrated rates: ``kind`` prefill or decode (one
     count, the twin's: twin.cost.hf_generate.priced_ops_per_layer)."""
-    from twin.cost.hf_generate import priced_ops_per_layer as twin_priced
-
     return twin_priced(arch)
 
 
 def priced_ops(arch, kind: str) -> float:
     """Kernels of a whole learner pass the twin prices itself: ``kind`` score or update."""
-    from twin.cost import transformer
-
     gemms = transformer.GEMMS_PER_LAYER * arch.num_layers + 1  # + the head
     if kind == "score":
         return gemms + arch.num_layers + transformer.elementwise_work(arch, 1.0, "score", kernels="eager")[1]
@@ -105,9 +108,6 @@ class ProbePredictor:
     """Prices steps of one probe configuration (tables built once)."""
 
     def __init__(self, cfg: ProbeConfig, profile_path: Path) -> None:
-        from twin.cost.engine import engine_costs
-        from twin.config.plan import resolve
-
         self.cfg, self.profile_path = cfg, Path(profile_path)
         self.plan = resolve(probe_scenario(cfg, profile_path))
         self.costs = engine_costs(self.plan, kernels="eager")  # the probe runs HF-style eager ops
@@ -147,17 +147,12 @@ class ProbePredictor:
     def engine_generation(self, targets: list[int]) -> float:
         """The twin's own engine (its kernel, its cost table) on this batch: every row submitted
         at once, the time of the last finish. For ``hf_generate``, that engine's price as is."""
-        from twin.engine import EnginePool
-
         pool = EnginePool.from_scenario(self.plan)
         pool.submit(np.arange(len(targets)), self.cfg.prompt_len, np.asarray(targets), 0.0)
         return float(pool.advance().times.max())
 
     def iteration_time(self, it) -> float:
         """engine.py's EngineCosts.iteration_time, attention read at the call's size."""
-        from twin.cost import transformer
-        from twin.cost.roofline import attention_time
-
         c, arch = self.costs, self.plan.model
         n = min(it.tokens, len(c.linear_s) - 1)
         per_call = arch.attention_flops_per_token_pair / arch.num_layers * it.pairs
@@ -170,10 +165,6 @@ class ProbePredictor:
         return c.overhead_s + device + self.host[it.kind]
 
     def step(self, targets: list[int]) -> Prediction:
-        from twin.cost.learner import forward_pass_time, update_time
-        from twin.cost.phases import reward_bound
-        from twin.config.plan import resolve
-
         cfg = self.cfg
         longest = computed_positions(cfg.prompt_len, max(targets))
         s = resolve(probe_scenario(cfg, self.profile_path, padded=longest))  # micro-batches of this step's length

@@ -339,3 +339,31 @@ def test_argument_bytes_that_are_not_utf8_are_echoed_escaped():
                     env={"PYTHONIOENCODING": "utf-8:strict"})
         assert proc.returncode == 2
         assert "x\\udcff" in one_error_line(proc)
+
+
+@pytest.mark.parametrize("moment", ["write", "rename"])
+def test_sigterm_between_write_and_rename_leaves_no_temporary(tmp_path, moment):
+    """SIGTERM while a temporary is written (the target stays as it was) or while the renames
+    run (they finish first): exit 143 and no hidden .tmp in either case."""
+    script = f"""
+import os, signal, sys, time
+from twin import output
+hook = "fsync" if {moment!r} == "write" else "replace"
+real = getattr(os, hook)
+def hit(*args):
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.5)
+    return real(*args)
+setattr(os, hook, hit)
+with output.stop_signals():
+    output.write_atomic("--json", sys.argv[1], "new text")
+    time.sleep(30)
+"""
+    target = tmp_path / "r.json"
+    target.write_text("old text")
+    done = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == 143, done.stderr
+    assert done.stderr.strip().splitlines() == ["twin: terminated"]
+    assert target.read_text() == ("old text" if moment == "write" else "new text")
+    assert leftovers(tmp_path) == []

@@ -224,3 +224,19 @@ def test_a_case_imports_its_runs_framework_config(tmp_path):
     with pytest.raises(InputError) as exc:
         load_source(case)
     assert "missing.sh" in str(exc.value)
+
+
+@pytest.mark.parametrize("name", ["../run.sh", "/etc/passwd", "sub/../../run.sh"])
+def test_a_cases_framework_files_stay_in_its_folder(tmp_path, name):
+    """A case file that names a framework file outside its own folder is refused before anything
+    is read (issue 33 item 6): its keys would otherwise show up in warnings and its values be used."""
+    (tmp_path / "run.sh").write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen2.5-7B\n")
+    folder = tmp_path / "cases"
+    folder.mkdir()
+    case = folder / "case.yaml"
+    case.write_text("source: test\ntolerance: 0.2\nassumptions: none\n"
+                    f"import: {{framework: verl, files: ['{name}']}}\n"
+                    "cases:\n  - {name: a, expected: {step_time_s: 1}}\n")
+    with pytest.raises(InputError) as exc:
+        load_source(case)
+    assert "import.files[0]" in exc.value.message and "own folder" in exc.value.message

@@ -9,9 +9,10 @@ from typing import Any
 
 import yaml
 
+from twin.cli import fit_learning
 from twin.config.frameworks import FrameworkProfile
 from twin.config.io import read_mapping
-from twin.config.load import apply_overrides, load_scenario, scenario_path
+from twin.config.load import load_scenario, scenario_path
 from twin.config.overrides import apply_overrides
 from twin.config.registry import looks_like_path
 from twin.errors import InputError
@@ -143,8 +144,6 @@ def _dump(data: dict) -> str:
 
 
 def main(args) -> int:
-    from twin.cli import fit_learning
-
     if fit_learning.wanted(args):
         return fit_learning.main(args)
     outputs = Outputs()

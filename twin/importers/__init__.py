@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from twin import runner
+from twin.config.overrides import apply_overrides, parse_overrides
 from twin.errors import InputError, choices
 from twin.importers import areal, nemo_rl, openrlhf, prime_rl, shell, slime, trl, verl
 from twin.importers.base import Imported, Importer
@@ -139,8 +141,6 @@ def _name(path: Path) -> str:
 def validated(result: Imported, overrides: Sequence[str] | dict = ()):
     """The imported scenario loaded and resolved (a :class:`twin.config.plan.Plan`), with ``--set``
     overrides applied; a field that does not validate is named by the knob it came from."""
-    from twin import runner
-
     try:
         return runner.plan(result.scenario, overrides)
     except InputError as exc:
@@ -165,8 +165,6 @@ def _blame(exc: InputError, result: Imported) -> InputError:
 def scenario_yaml(result: Imported, overrides: Sequence[str] | dict = ()) -> str:
     """The scenario as YAML, ``--set`` overrides applied, under a header naming the inputs,
     the framework version assumed and the knobs not used."""
-    from twin.config.overrides import apply_overrides, parse_overrides
-
     data = result.scenario
     if overrides:
         data = apply_overrides(data, overrides if isinstance(overrides, dict) else parse_overrides(overrides))

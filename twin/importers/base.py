@@ -19,6 +19,7 @@ from typing import Any
 
 from twin.config.io import load_yaml
 from twin.config.model_catalog import lookup
+from twin.config.scenario import MATH_RESPONSES
 from twin.errors import InputError, choices
 from twin.importers import shell
 from twin.importers.shell import unresolved
@@ -503,8 +504,6 @@ def workload(b: Builder, max_prompt: int | None, max_response: int | None,
     """Prompt and response lengths: the framework gives only their maxima, so the shape is the
     twin's default (the published math-reasoning workload, docs/validation.md), clipped at
     the framework's maxima as its engine clips them."""
-    from twin.config.scenario import MATH_RESPONSES
-
     if max_response is not None:
         responses = MATH_RESPONSES.model_dump(mode="json", exclude_defaults=True)
         cap = MATH_RESPONSES.max

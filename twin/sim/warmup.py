@@ -30,10 +30,13 @@ from twin.engine import balance, drivers, reward_queue, router
 from twin.engine.pool import EnginePool
 from twin.sim.reward import RewardService
 
-# Seconds of one core each part took to compile on the development machine (2 cores,
-# benchmarks/coldstart.py --kernels, 2026-12-02); the estimate scales them to this machine's
-# free cores. The largest part bounds the wall time however many cores there are.
-PART_SECONDS = {"advance": 14.0, "peek": 8.0, "interrupt": 6.0, "small": 4.0}
+# CPU seconds each part took in a fresh process with an empty cache on the development machine
+# (2 cores, grpo-7b-colocated, 2026-12-02: each of PARTS run alone, its process's CPU time;
+# docs/performance.md). The estimate scales them to this machine's cores and load; the largest
+# part bounds the wall time however many cores there are.
+PART_SECONDS = {"advance": 27.6, "interrupt": 8.5, "small": 5.6}
+# The same, run one after another in one process (the later parts reuse what the first compiled).
+IN_ONE_PROCESS_SECONDS = {"advance": 26.3, "interrupt": 3.7, "small": 2.2}
 
 
 def _pool(plan: Plan):
@@ -88,16 +91,19 @@ def missing(plan: Plan) -> list[str]:
     return [name for name in PARTS if not all(jit.is_cached(k, accept) for k in _kernels(name))]
 
 
-def estimate_s(parts: list[str], cores: int | None = None, load: float | None = None) -> float:
-    """Wall seconds to compile ``parts`` on ``cores`` cores with ``load`` runnable processes
-    already there (default: this machine's, from ``os.getloadavg``)."""
+def estimate_s(parts: list[str], processes: int = 1, cores: int | None = None,
+               load: float | None = None) -> float:
+    """Wall seconds to compile ``parts`` in ``processes`` processes on ``cores`` cores with
+    ``load`` runnable processes already there (default: this machine's, ``os.getloadavg``)."""
     cores = cores or os.cpu_count() or 1
     if load is None:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    # each process gets a core's share: the cores split over the load and our own processes
+    share = min(1.0, cores / max(1.0, load + processes))
+    if processes == 1:
+        return sum(IN_ONE_PROCESS_SECONDS[p] for p in parts) / share
     work = [PART_SECONDS[p] for p in parts]
-    # each part gets a core's share: one core split over the load and our own processes
-    share = min(1.0, cores / max(1.0, load + min(len(work), cores)))
-    return max(max(work, default=0.0), sum(work) / cores) / share
+    return max(max(work, default=0.0), sum(work) / processes) / share
 
 
 def _run_part(args) -> str:
@@ -116,14 +122,16 @@ def prepare(plan: Plan, stream=None, processes: int | None = None) -> None:
     todo = missing(plan)
     if not todo:
         return
-    guess = estimate_s(todo)
-    if jit.CACHE_DIR is None:
-        print(f"twin: compiling the simulator's kernels (~{math.ceil(guess)} s; no cache folder to keep "
+    if jit.CACHE_DIR is None:  # nothing to keep them in: the run compiles what it calls
+        print(f"twin: compiling the simulator's kernels (~{math.ceil(estimate_s(todo))} s; no cache folder to keep "
               "them in, so every run compiles them)", file=stream, flush=True)
         return
-    cores = processes or min(len(todo), os.cpu_count() or 1)
-    print(f"twin: compiling the simulator's kernels, once for this version (~{math.ceil(guess)} s "
-          f"on this machine now; {len(todo)} parts on {cores} processes)", file=stream, flush=True)
+    # Forked parts compile the helpers they share again (41.7 s of CPU in all against 32.2 in one
+    # process), for a wall time of 27.6 s against 32.2 on two idle cores: on two cores, usually
+    # shared, they compile in this process and leave the other core alone; with more, in parallel.
+    cores = processes or max(1, min(len(todo), (os.cpu_count() or 1) - 1))
+    print(f"twin: compiling the simulator's kernels, once for this version ({_guess(todo, cores)}; "
+          f"{len(todo)} parts{f' on {cores} processes' if cores > 1 else ''})", file=stream, flush=True)
     start = time.monotonic()
     ordered = sorted(todo, key=lambda p: -PART_SECONDS[p])  # longest first: the least wall time
     if cores > 1:
@@ -136,6 +144,15 @@ def prepare(plan: Plan, stream=None, processes: int | None = None) -> None:
         for done, name in enumerate(ordered, 1):
             _run_part((name, plan))
             _said(stream, done, len(ordered), name, start)
+
+
+def _guess(todo: list[str], processes: int) -> str:
+    """The estimate as a range: idle cores, and this machine's load average (which counts every
+    runnable process, so it overstates: at load 10.7 on 2 cores it said 173 s for 64 s)."""
+    cores = os.cpu_count() or 1
+    idle, loaded = (math.ceil(estimate_s(todo, processes, load=load)) for load in (0.0, None))
+    where = f"{cores} idle core{'s' if cores > 1 else ''}"
+    return f"~{idle} s on {where}" + (f", up to ~{loaded} s at this machine's load" if loaded > 1.5 * idle else "")
 
 
 def _said(stream, done: int, total: int, name: str, start: float) -> None:

@@ -136,6 +136,13 @@ def load_source(path: Path) -> Source:
         return source
 
     imp = source.imports
+    folder = path.parent.resolve()
+    for i, name in enumerate(imp.files):
+        # a case names its framework files beside it (in its folder or below): never a file elsewhere
+        if not (folder / name).resolve().is_relative_to(folder):
+            raise InputError("a case's framework files lie in its own folder or below it", file=path,
+                             field=f"import.files[{i}]", value=name, allowed="a path relative to the case file, "
+                             "without '..' out of its folder and not absolute")
     try:
         # the case is the files as written: its scripts read no variable from the calling environment
         imported = import_files(imp.framework, [path.parent / f for f in imp.files], imp.set, env={}).scenario

@@ -26,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from twin.config.io import load_json
 from twin.errors import InputError
+from twin.importers.logs import trl_console
 from twin.importers.logs.readers import _STEP, _lines, _number, detect
 
 REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean", "reward", "rewards/mean", "accuracy", "acc")
@@ -65,7 +67,6 @@ def _records(path: Path, fmt: str) -> list[tuple[object, dict, str]]:
     """(step, values, where) of each record of the log."""
     out = []
     if fmt == "trl":
-        from twin.config.io import load_json
         try:
             state = load_json("".join(line for _, line in _lines(path)))
         except ValueError as exc:
@@ -76,7 +77,6 @@ def _records(path: Path, fmt: str) -> list[tuple[object, dict, str]]:
             raise InputError("no log_history list", file=path, field="log_history", allowed="TRL's trainer_state.json")
         return [(e.get("step"), e, f"log_history[{i}]") for i, e in enumerate(history) if isinstance(e, dict)]
     if fmt == "trl-console":  # printed dicts carry no step: numbered as printed (one per logging_steps)
-        from twin.importers.logs import trl_console
         for number, line in _lines(path):
             values = trl_console.parse(line, path, number) if "{'" in line else None
             if values:

@@ -26,6 +26,8 @@ from __future__ import annotations
 import csv
 import math
 import re
+from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,11 +82,43 @@ MAX_STEP = 10**12        # a step number beyond any run (and within a float's ex
 MAX_SECONDS = 10**9      # a timing: ~30 years
 
 
-@dataclass
+ORDER = tuple(sorted(KNOWN))
+_INDEX = {k: i for i, k in enumerate(ORDER)}
+
+
+class Figures(Mapping):
+    """One step's figures (key as logged -> value), held as one array of doubles over
+    :data:`ORDER` (NaN: not logged) rather than a dict of float objects: a log of a million
+    steps is held in ~300 MB, not over a GB."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, values: dict[str, float]) -> None:
+        self._row = array("d", [math.nan]) * len(ORDER)
+        for key, value in values.items():
+            self._row[_INDEX[key]] = value
+
+    def __getitem__(self, key: str) -> float:
+        value = self._row[_INDEX[key]] if key in _INDEX else math.nan
+        if math.isnan(value):
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in _INDEX and not math.isnan(self._row[_INDEX[key]])
+
+    def __iter__(self):
+        return (k for k, v in zip(ORDER, self._row) if not math.isnan(v))
+
+    def __len__(self) -> int:
+        return sum(1 for v in self._row if not math.isnan(v))
+
+
+@dataclass(slots=True)
 class Step:
     step: int
-    where: str                      # "line 12" or "log_history[3]"
-    values: dict[str, float] = field(default_factory=dict)  # key as logged -> value
+    where: str                      # "line 12" or "log_history[3]" (empty once read: errors name it as they are found)
+    values: Mapping[str, float] = field(default_factory=dict)  # key as logged -> value
 
     def role(self, table: dict[str, tuple[str, ...]], name: str) -> tuple[str, float] | None:
         for key in table[name]:
@@ -155,7 +189,7 @@ def _record(values: dict[str, object], step: object, file: Path, where: str) -> 
     number = _number(step, file, where, "step")
     if number != int(number):
         raise InputError("a step must be a whole number", file=file, field=f"{where}: step", value=step)
-    return Step(int(number), where, {k: _number(v, file, where, k) for k, v in picked.items()})
+    return Step(int(number), "", Figures({k: _number(v, file, where, k) for k, v in picked.items()}))
 
 
 def _lines(path: Path):
@@ -359,6 +393,5 @@ def read_logs(paths: list[str | Path], fmt: str | None = None) -> Log:
         steps, how = read_one(Path(p), fmt)
         formats.append(how)
         for s in steps:
-            s.where = f"{p}: {s.where}"
             by_step[s.step] = s
     return Log([str(p) for p in paths], formats, [by_step[k] for k in sorted(by_step)])
