@@ -88,7 +88,18 @@ CARDS = [
     ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", 9.0, None, "all", "nvidia/NVIDIA-Nemotron-Nano-9B-v2 model card: 9B"),
     ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6, 3.6, "all",
      "NVIDIA-Nemotron-3-Nano-30B-A3B model card: 31.6B total, 3.2B active (3.6B with embeddings)"),
+    ("moonshotai/Moonlight-16B-A3B", 16.0, None, "all",
+     "moonshotai/Moonlight-16B-A3B model card: 16B total (3B activated, nominal)"),
+    # Qwen2.5-VL: the language model alone (the twin prices it; the vision tower is named as not
+    # priced), against the card of the Qwen2.5 model whose shape it has.
+    ("Qwen/Qwen2.5-VL-3B-Instruct", 3.09, None, "all", "its language model is Qwen2.5-3B's shape: Qwen2.5-3B card 3.09B"),
+    ("Qwen/Qwen2.5-VL-7B-Instruct", 7.61, None, "all", "its language model is Qwen2.5-7B's: Qwen2.5-7B-Instruct card 7.61B"),
+    ("Qwen/Qwen2.5-VL-32B-Instruct", 32.5, None, "all", "its language model is Qwen2.5-32B's: Qwen2.5-32B card 32.5B"),
+    ("Qwen/Qwen2.5-VL-72B-Instruct", 72.7, None, "all", "its language model is Qwen2.5-72B's: Qwen2.5-72B-Instruct card 72.7B"),
 ]
+
+VISION_LANGUAGE = ["Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-32B-Instruct",
+                   "Qwen/Qwen2.5-VL-72B-Instruct"]
 
 
 def _arch(hub_id: str) -> ModelArch:
@@ -202,6 +213,32 @@ def test_a_fine_tune_in_a_scenario_warns_what_was_assumed(base):
                                         "meta-llama/Meta-Llama-3-8B")
     exact = dict(base, model="Qwen/Qwen3-8B")
     assert not any(w.startswith("model:") for w in warnings(resolve(load_scenario(exact))))
+
+
+@pytest.mark.parametrize("hub", VISION_LANGUAGE)
+def test_a_vision_language_model_is_priced_as_its_language_model_and_says_the_tower_is_not(hub):
+    vl = _arch(hub)
+    text_only = _arch(hub.replace("-VL", "").removesuffix("-Instruct"))  # the Qwen2.5 model of its shape
+    assert vl.total_params == text_only.total_params and vl.kv_bytes_per_token == text_only.kv_bytes_per_token
+    assert "vision tower (32 layers of width 1280)" in vl.unpriced and "under-predicted" in vl.unpriced
+    assert text_only.unpriced is None and "unpriced" not in vl.model_dump()  # reports keep their keys
+
+
+def test_twin_check_and_import_warn_of_an_unpriced_vision_tower(base, tmp_path, capsys):
+    from twin.cli.entry import main
+    from twin.config.plan import resolve
+    from twin.config.warnings import warnings
+
+    base["model"] = "Qwen/Qwen2.5-VL-7B-Instruct"
+    said = [w for w in warnings(resolve(load_scenario(base))) if w.startswith("model:")]
+    assert said == [f"model: {_arch('Qwen/Qwen2.5-VL-7B-Instruct').unpriced}."]
+    script = tmp_path / "run_vl.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo \\\n"
+                      "    actor_rollout_ref.model.path=Qwen/Qwen2.5-VL-3B-Instruct \\\n"
+                      "    trainer.n_gpus_per_node=8 trainer.nnodes=1\n")
+    assert main(["import", "verl", str(script)]) == 0
+    err = capsys.readouterr().err
+    assert "twin: warning: model: Qwen2.5-VL-3B-Instruct is multimodal and only its language model is priced" in err
 
 
 def test_a_local_folder_that_is_not_there_is_named_by_its_last_component(tmp_path):

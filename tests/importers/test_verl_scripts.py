@@ -115,3 +115,14 @@ def test_a_generation_or_sft_script_is_named_as_not_rl(tmp_path):
     script.write_text("python3 -m verl.trainer.main_generation trainer.nnodes=1 model.path=Qwen/Qwen3-8B\n")
     with pytest.raises(InputError, match="runs verl's verl.trainer.main_generation, not an RL trainer"):
         import_files("verl", [script], env={})
+
+
+def test_a_positional_parameter_with_a_default_reads_as_a_script_run_without_arguments():
+    """verl's Qwen2.5-VL examples start ENGINE=${1:-vllm}: bash run with no arguments takes vllm."""
+    from twin.importers.shell import parse
+
+    text = "ENGINE=${1:-vllm}\nMODE=${2}\npython3 -m verl.trainer.main_ppo rollout.name=$ENGINE x=$1\n"
+    script = parse(text, env={})
+    assert script.get("ENGINE") == "vllm" and script.commands[-1][-2] == "rollout.name=vllm"
+    assert "x=vllm" not in script.commands[-1]  # $1 itself stays unset (a marker the importer names)
+    assert parse(text, env={"1": "sglang"}).get("ENGINE") == "sglang"  # --env 1=sglang

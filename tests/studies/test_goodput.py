@@ -81,3 +81,11 @@ def test_the_planner_ranks_by_goodput_weighted_objectives(big):
         assert _metric(report, f"goodput_{name}") == report.faults[name]
         assert _score(report, f"goodput_{name}", None) == (report.faults[name], None)
     assert _metric(report, "goodput_useful_trajectories_per_hour") < _metric(report, "useful_trajectories_per_hour")
+
+
+def test_a_point_simulated_without_faults_has_no_goodput_not_a_perfect_one():
+    """--replan's points come from the planner's runs, which skip the faults section: their
+    goodput is unknown ('-' in the table), not 1.0."""
+    off = ReportData.model_construct(faults={"enabled": False, "goodput": 1.0})
+    assert point_figures(off) == {"goodput": None, "goodput_useful_trajectories_per_hour": None,
+                                  "failures_bind": None}

@@ -40,7 +40,9 @@ def _import(args) -> int:
     outputs.add("--out", args.out)
     result = import_files(args.framework, args.files, args.overrides, env=parse_env(args.env))
     warn(result)
-    validated(result, args.overrides)
+    plan = validated(result, args.overrides)
+    if plan.model.unpriced:  # said at import too: the scenario it writes under-prices such a run
+        print(f"twin: warning: model: {plan.model.unpriced}.", file=sys.stderr)
     text = scenario_yaml(result, args.overrides)
     if args.out:
         outputs.commit({"--out": text})

@@ -194,6 +194,10 @@ class ModelArch(Strict):
         default=None, exclude=True,
         description="What resolving the model's name assumed (a variant or fine-tune read as its base), one "
         "line for warnings; None when the name was exact. Left out of dumps and reports.")
+    unpriced: str | None = Field(
+        default=None, exclude=True,
+        description="Parts of the model the cost models do not price (a multimodal model's vision or audio "
+        "tower), one line for warnings; None when every part is priced. Left out of dumps and reports.")
     max_position_embeddings: int | None = Field(
         default=None, gt=0, exclude=True,
         description="Longest context (prompt + responses) the model's positions cover: config.json's "
@@ -503,6 +507,7 @@ def from_hf_config(cfg: dict, name: str = "hf-config", source: str = "config.jso
         "tie_embeddings": bool(get("tie_word_embeddings", False)),
         "source": source,
         "max_position_embeddings": _positions(cfg),
+        "unpriced": _unpriced_towers(cfg, name),
     }
     if get("head_dim"):
         arch["head_dim"] = get("head_dim")
@@ -543,6 +548,29 @@ def from_hf_config(cfg: dict, name: str = "hf-config", source: str = "config.jso
             "v_head_dim": get("v_head_dim"),
         })
     return _present(arch)
+
+
+# A multimodal config's encoder towers beside its language model, by config.json key.
+_TOWERS = {"vision_config": "vision", "audio_config": "audio", "sound_config": "audio"}
+
+
+def _unpriced_towers(cfg: dict, name: str) -> str | None:
+    """One line naming the encoder towers a multimodal config.json declares beside its language
+    model (Qwen2.5-VL's ``vision_config``...): the twin prices the language model only."""
+    towers = []
+    for key, kind in _TOWERS.items():
+        tower = cfg.get(key)
+        if isinstance(tower, dict):
+            depth = tower.get("depth") or tower.get("num_hidden_layers")
+            width = tower.get("hidden_size") or tower.get("embed_dim")
+            shape = f" ({depth} layers of width {width})" if depth and width else ""
+            towers.append(f"its {kind} tower{shape}")
+    if not towers:
+        return None
+    return (f"{name} is multimodal and only its language model is priced: {' and '.join(towers)} and its "
+            "passes over each image or clip (in rollout prefill, and in training unless frozen) are not, so "
+            "image-heavy runs are under-predicted; image tokens count in the language model only as far as "
+            "the prompt lengths include them")
 
 
 def _present(fields: dict) -> dict:

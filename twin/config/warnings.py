@@ -30,6 +30,8 @@ Rule = Callable[[Plan], Iterator[str]]
 def _model(s: Plan) -> Iterator[str]:
     if s.model.assumed:  # a hub id read as a catalog entry it is a variant or fine-tune of
         yield f"model: {s.model.assumed}."
+    if s.model.unpriced:  # a multimodal model's encoder towers (twin.config.model._unpriced_towers)
+        yield f"model: {s.model.unpriced}."
 
 
 def _mode(s: Plan) -> Iterator[str]:

@@ -209,8 +209,10 @@ def _eval(node: ast.AST) -> int:
 
 _ARRAY = re.compile(r"\$\{(" + _NAME + r")\[[@*]\]\}")
 _LENGTH = re.compile(r"\$\{#(" + _NAME + r")(\[[@*]\])?\}")
-_BRACED = re.compile(r"\$\{(" + _NAME + r")(:?[-=+])?")
-_PLAIN = re.compile(r"\$(" + _NAME + r")")
+# A positional parameter (${1:-vllm}) is unset, as in a script run without arguments, unless
+# --env gives it (--env 1=sglang).
+_BRACED = re.compile(r"\$\{(" + _NAME + r"|[0-9]+)(:?[-=+])?")
+_PLAIN = re.compile(r"\$(" + _NAME + r"|[0-9])")
 
 
 def _expand(line: str, script: Script, depth: int) -> str:

@@ -24,7 +24,7 @@ def point_figures(report: ReportData | None) -> dict[str, Any]:
     """A scaling point's goodput, goodput-weighted useful trajectories/h, and whether failures
     bind there (None for each where the size could not run)."""
     faults = report.faults if report is not None else None
-    if not faults:
+    if not faults or report.goodput is None:  # faults off (the planner's screening runs): not priced, not 1.0
         return {"goodput": None, "goodput_useful_trajectories_per_hour": None, "failures_bind": None}
     return {"goodput": faults["goodput"],
             "goodput_useful_trajectories_per_hour": faults["useful_trajectories_per_hour"],
