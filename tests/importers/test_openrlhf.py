@@ -48,3 +48,13 @@ def test_dotted_dapo_eager_sleep_and_total_length(fx, twin_import, twin_check, m
     assert t["micro_batch_tokens"] == 4 * 6144  # micro_train_batch_size 4 × (2,048 + 4,096)
     assert data["model"] == "OpenRLHF/Llama-3-8b-sft-mixture"  # a fine-tune named after its base (the catalog)
     assert twin_check(data) == 0
+
+
+def test_ring_attention_is_refused_in_either_spelling(tmp_path, twin_import):
+    """docs/frameworks.md: ring attention (context parallelism) is an error, flat or dotted."""
+    for flag in ("--ring_attn_size", "--ds.ring_attn_size"):
+        script = tmp_path / "r.sh"
+        script.write_text("python3 -m openrlhf.cli.train_ppo_ray --actor_num_gpus_per_node 8 --vllm_num_engines 4 "
+                          f"--pretrain Qwen/Qwen2.5-7B {flag} 4\n")
+        code, _, err = twin_import("openrlhf", script)
+        assert code == 2 and len(err) == 1 and "ring attention" in err[0] and "(got 4)" in err[0]

@@ -40,6 +40,7 @@ DOTTED = {
     "enforce_eager": "vllm.enforce_eager",
     "vllm_enable_sleep": "vllm.enable_sleep",
     "deepspeed_enable_sleep": "ds.enable_sleep",
+    "ring_attn_size": "ds.ring_attn_size",
 }
 ESTIMATORS = {"gae": "ppo", "group_norm": "grpo", "reinforce": "grpo", "reinforce_baseline": "grpo",
               "rloo": "grpo", "dr_grpo": "grpo"}
@@ -188,10 +189,10 @@ def trainer(k: Knobs, b: Builder, f, colocate: bool, lengths: tuple[int, int]) -
         b.note("a training micro-batch is micro_train_batch_size sequences of up to prompt_max_len + "
                "generate_max_len tokens")
     b.set("placement.trainer.tp", k.int_("ds_tensor_parallel_size", None), "ds_tensor_parallel_size")
-    ring = k.int_("ring_attn_size", 1)
+    ring = k.int_(f("ring_attn_size"), 1)
     if ring > 1:
-        raise InputError("ring attention (context parallelism) is not modelled", file=k.file("ring_attn_size"),
-                         field="ring_attn_size", value=ring, allowed="1")
+        raise InputError("ring attention (context parallelism) is not modelled", file=k.file(f("ring_attn_size")),
+                         field=f("ring_attn_size"), value=ring, allowed="1")
     b.set("placement.rollout.max_num_seqs", k.int_("vllm_max_num_seqs", 256), "vllm_max_num_seqs")
     b.set("placement.rollout.max_num_batched_tokens", k.int_("max_num_batched_tokens", None), "max_num_batched_tokens")
 
