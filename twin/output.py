@@ -33,7 +33,7 @@ import signal
 import socket
 import stat
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,6 +92,15 @@ class Outputs:
                 raise InputError(f"the same file as {other.option}", field=option, value=given,
                                  allowed="a different path for each output")
         self._targets[option] = Target(option, given, real)
+
+    def not_over(self, inputs: Iterable[str | os.PathLike], what: str) -> None:
+        """Refuse an output that would overwrite one of the command's ``inputs`` (``what`` names
+        them in the message): the answer must never replace what it was read from."""
+        reads = {Path(os.fspath(p)).resolve() for p in inputs}
+        for target in self._targets.values():
+            if target is not None and target.real is not None and Path(target.real).resolve() in reads:
+                raise InputError(f"would overwrite one of the {what} it reads", field=target.option,
+                                 value=target.given, allowed=f"a path that is not one of the {what}")
 
     def __getitem__(self, option: str) -> Target | None:
         """The target of ``option``: None when not given."""

@@ -152,6 +152,7 @@ def main(args) -> int:
     outputs.add("--case", args.case)
     profile_out = getattr(args, "profile", None)
     outputs.add("--profile", profile_out)
+    outputs.not_over([*args.logs, *([args.scenario] if args.scenario else [])], "logs or the scenario")
     if args.case and not args.scenario:
         raise InputError("--case needs --scenario (the case's base is the fitted scenario)", field="--case",
                          value=args.case)

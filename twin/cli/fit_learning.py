@@ -47,6 +47,7 @@ def main(args) -> int:
     outputs = Outputs()
     outputs.add("--json", args.json_path, stdout=True)
     outputs.add("--out", args.out)
+    outputs.not_over([parse_run_arg(log)[0] for log in args.logs], "logs")
     for flag in ("case", "profile", "scenario"):
         if getattr(args, flag, None):
             raise InputError(f"--{flag} is not used with --learning", field=f"--{flag}",

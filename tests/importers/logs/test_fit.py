@@ -411,3 +411,16 @@ def test_printed_dicts_given_as_jsonl_say_what_to_use(capsys, tmp_path):
     line = _error(capsys, tmp_path, log, "--format", "jsonl")
     assert "a printed Python dict, not JSON" in line and "--format trl-console" in line
     assert "trainer_state.json" in line
+
+
+@pytest.mark.parametrize("extra", [[], ["--learning"]])
+def test_fit_never_writes_over_a_log_it_reads(tmp_path, capsys, extra):
+    """`twin fit run.jsonl --json run.jsonl` once replaced the user's log by the fit (found by the
+    surfaces fuzz): an output naming an input is one error, and the log stays as it was."""
+    log = tmp_path / "run.jsonl"
+    log.write_bytes((Path(__file__).parent / "fixtures" / "verl_metrics.jsonl").read_bytes())
+    before = log.read_bytes()
+    args = [str(log) + (":512" if extra else "")] + ([str(log) + ":1024"] if extra else [])
+    assert main(["fit", *args, *extra, "--json", str(log)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "would overwrite" in err[0] and log.read_bytes() == before
