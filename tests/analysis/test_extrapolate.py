@@ -30,6 +30,7 @@ def test_segments_follow_windows_and_tenths():
     assert data["run"]["steps"] == 3
 
 
+@pytest.mark.slow  # an accuracy run of a whole case (~20 s): .ci/run runs it
 def test_colocated_total_within_5_percent_of_every_step_simulated():
     plan = runner.prepare(COLOCATED)
     full = runner.simulate(plan).run

@@ -164,6 +164,7 @@ def test_verls_controller_rate_is_the_gpu_independent_part_of_its_log_prob_phase
     assert intercept + (t["32 GPUs"] - intercept) / 2 == pytest.approx(t["64 GPUs"], rel=0.05)  # the third point
 
 
+@pytest.mark.slow  # an accuracy run of a whole case (~20 s): .ci/run runs it
 def test_verls_128_gpu_run_is_bound_by_the_rollout_tail_and_staleness_pays_more_than_gpus():
     """PUBLISHED.md A's reading, asked of the verdict: at 128 GPUs the rollout long tail
     binds without saturating the engines, and staleness or partial rollout buy more than more

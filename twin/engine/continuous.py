@@ -52,6 +52,26 @@ def _hit(req, eng, e, s, params):
 
 
 @njit
+def _eviction_may_admit(req, eng, e, s, nrun, params):
+    """Whether the waiting request ``s``, refused now, could be admitted during a pure-decode run
+    of ``nrun`` sequences because allocations evict its own cached blocks: its hit would shrink,
+    and with the hit its shared prefix alone gives, its first chunk fits the blocks free now
+    (free blocks only fall during the run, so if that does not fit, nothing will)."""
+    if params[PREFIX_CACHING] == 0:
+        return False
+    bs = params[BLOCK_SIZE]
+    cached = req[e, CACHED, s]
+    retained = cached - min(max(0, eng[e, ALLOCS] - req[e, EVICT, s]), cached)
+    tokens = req[e, PROMPT, s] + req[e, GENERATED, s]
+    floor_hit = min(req[e, PREFIX, s] // bs, (tokens - 1) // bs)
+    if min(retained, (tokens - 1) // bs) <= floor_hit:
+        return False
+    start = floor_hit * bs
+    m = min(tokens - start, params[TOKEN_BUDGET] - nrun)
+    return m > 0 and _cdiv(start + m, bs) <= eng[e, FREE_BLOCKS]
+
+
+@njit
 def _recomputed(f, m, recomp):
     """Of a chunk of ``m`` tokens from ``f``, those computed before a discard (below ``recomp``):
     (tokens, their attention pairs, their KV read when the whole chunk is recomputed)."""
@@ -194,9 +214,14 @@ def _decode_run_length(req, arrival, running, waiting, eng, tab, cf, params, e, 
                 lo = mid
         kmax = hi
     if nrun < params[MAX_SEQS] and eng[e, WCOUNT] > 0:
-        first = arrival[e, waiting_front(waiting, eng, e)]
+        front = waiting_front(waiting, eng, e)
+        first = arrival[e, front]
         if first > clock:
             kmax = iterations_until_reached(tab, cf, nrun, ctx, kmax, clock, first)
+        elif _eviction_may_admit(req, eng, e, front, nrun, params):
+            # each allocation may evict the front's cached prefix, shortening its first chunk so
+            # that it fits: the reference re-plans every iteration, so must this run
+            kmax = 1
     return iterations_within(tab, cf, nrun, ctx, kmax, clock, until)
 
 
