@@ -21,11 +21,14 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# Sized to run ~6 s after the first progress line on two idle cores (longer under load), so that
+# the last point and its gap still fall inside the study.
 COMMANDS = {
-    "plan": ["plan", "grpo-8b-disaggregated", "--gpus", "16", "--max-staleness", "0", "--workers", "2",
-             "--set", "run.steps=2"],
-    "sweep": ["sweep", "grpo-8b-disaggregated", "--grid", "placement.rollout.gpus=8,16,24",
-              "--grid", "algorithm.prompts_per_step=64,128,256", "--workers", "2"],
+    "plan": ["plan", "grpo-8b-disaggregated", "--gpus", "32", "--max-staleness", "1", "--workers", "2",
+             "--set", "run.steps=4"],
+    "sweep": ["sweep", "grpo-8b-disaggregated", "--grid", "placement.rollout.gpus=8,16",
+              "--grid", "algorithm.prompts_per_step=64,128,256,512", "--grid", "algorithm.staleness=0,1",
+              "--workers", "2"],
 }
 POINTS = (0.0, 0.5, 2.0)   # seconds after the first progress line
 HANG_S = 120.0             # only hang detection: the exit is measured, not bounded, here

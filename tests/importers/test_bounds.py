@@ -17,9 +17,9 @@ from twin.importers import import_files
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _seconds(framework, files, env=None) -> float:
+def _seconds(framework, files, env=None, repeats=3) -> float:
     best = float("inf")
-    for _ in range(3):
+    for _ in range(repeats):
         start = time.perf_counter()
         try:
             import_files(framework, files, env=env or {})
@@ -30,13 +30,17 @@ def _seconds(framework, files, env=None) -> float:
 
 
 def _growth(tmp_path, framework, make, n) -> float:
-    """time(input of size 4n) / time(input of size n), each the best of 3 runs."""
+    """time(input of size 4n) / time(input of size n), each the best of 5 runs taken in turns
+    (small, large, small, …), so that a burst of load on a shared machine inflates both alike."""
     small, large = tmp_path / "small", tmp_path / "large"
     small.mkdir(parents=True)
     large.mkdir(parents=True)
-    t1 = _seconds(framework, make(small, n))
-    t4 = _seconds(framework, make(large, 4 * n))
-    return t4 / t1
+    files = (make(small, n), make(large, 4 * n))
+    best = [float("inf"), float("inf")]
+    for _ in range(5):
+        for k in (0, 1):
+            best[k] = min(best[k], _seconds(framework, files[k], repeats=1))
+    return best[1] / best[0]
 
 
 def _verl_long_line(folder, n):
@@ -110,8 +114,10 @@ GROWTH = [("verl", _verl_long_line, 2000), ("verl", _verl_arithmetic_lines, 1500
 @pytest.mark.parametrize("framework, make, n", GROWTH, ids=[m.__name__.strip("_") for _, m, _ in GROWTH])
 def test_import_time_grows_linearly(tmp_path, framework, make, n):
     ratio = _growth(tmp_path / "a", framework, make, n)
-    if ratio > 5:  # a busy machine only ever inflates a ratio: measure once more before failing
-        ratio = min(ratio, _growth(tmp_path / "b", framework, make, n))
+    for retry in "bc":  # a busy machine only ever inflates a ratio: measure again before failing
+        if ratio <= 5:
+            break
+        ratio = min(ratio, _growth(tmp_path / retry, framework, make, n))
     assert ratio <= 5
 
 

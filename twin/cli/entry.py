@@ -133,8 +133,9 @@ def main(argv: list[str] | None = None) -> int:
                 code = 130
                 _stopping(process)
                 say("twin: interrupted")
-            if code == 130:
-                _stopping(process)
+            # the answer is out (or the command stopped): a Ctrl-C from here on must not turn it into
+            # a KeyboardInterrupt at shutdown (exit -2)
+            _stopping(process)
             return code
     except InputError as exc:
         say(f"twin: error: {exc.message}")
@@ -155,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _stopping(process: bool) -> None:
-    """Interrupted: a process exits 130 now, so a further Ctrl-C (people press it twice) is
-    ignored rather than raised again as the interpreter shuts down."""
+    """The command has ended (answered, or interrupted and exiting 130): a further Ctrl-C (people
+    press it twice) is ignored rather than raised again as the interpreter shuts down."""
     if process:
         with contextlib.suppress(ValueError):
             signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import stat
@@ -94,7 +95,15 @@ SafeLoader.add_constructor("tag:yaml.org,2002:int", SafeLoader.construct_yaml_in
 
 def load_yaml(text: str) -> Any:
     """Parse YAML text with :class:`SafeLoader` (raises ``yaml.YAMLError``)."""
-    return yaml.load(text, Loader=SafeLoader)  # noqa: S506 - a SafeLoader subclass
+    # The collector would re-scan every node already built as the document grows (time growing
+    # faster than the input); a bounded document (MAX_VALUES) makes no cycles worth collecting.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return yaml.load(text, Loader=SafeLoader)  # noqa: S506 - a SafeLoader subclass
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _json_object(pairs: list[tuple[str, Any]]) -> dict:
