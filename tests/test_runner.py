@@ -11,7 +11,6 @@ import twin
 from twin import runner
 from twin.cli import main
 from twin.errors import InputError
-from twin.studies import executors
 
 SMALL = {"run.steps": 3, "algorithm.prompts_per_step": 64}
 

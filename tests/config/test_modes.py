@@ -9,7 +9,7 @@ from twin.config.scenario import Placement
 from twin.errors import InputError
 from twin.config.modes import MODES, mode
 from twin.config.rewards import REWARD_KINDS
-from twin.runner import load, plan
+from twin.runner import load
 
 
 def test_the_scenario_accepts_exactly_the_registered_modes():

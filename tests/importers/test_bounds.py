@@ -4,7 +4,6 @@ error, and nothing outside the config's own tree is opened."""
 
 import os
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
