@@ -67,21 +67,17 @@ def read(paths: list[Path]) -> Knobs:
     return knobs
 
 
-def _first(k: Knobs, *keys: str) -> str:
-    """The first of ``keys`` present (new names before the older ones), else the first."""
-    return next((key for key in keys if key in k), keys[0])
-
 
 def run(paths: list[Path], model_given: bool) -> Imported:
     k = read(paths)
     b = Builder(k)
-    model_key = _first(k, "actor.path", "model_path")
+    model_key = k.first("actor.path", "model_path")
     b.set("framework", "areal")  # the stack's profile: framework_profiles/areal.yaml
     b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths], b), model_key)
     k.mark("ref.path", "tokenizer_path", "sglang.model_path", "vllm.model")
 
     alloc = allocation(k, b, paths[0])
-    eta_key = _first(k, "rollout.max_head_offpolicyness", "max_head_offpolicyness")
+    eta_key = k.first("rollout.max_head_offpolicyness", "max_head_offpolicyness")
     eta = k.int_(eta_key, 0, low=0)
     if eta > 0:
         b.set("placement.mode", "async", eta_key)
@@ -94,24 +90,24 @@ def run(paths: list[Path], model_given: bool) -> Imported:
 
     # ------------------------------------------------------------ algorithm
     b.set("algorithm.name", "grpo")
-    batch_key = _first(k, "train_dataset.batch_size", "dataset.train_bs_n_seqs")
-    n_key = _first(k, "gconfig.n_samples", "group_size")
-    mb_key = _first(k, "actor.ppo_n_minibatches", "ppo.ppo_n_minibatches")
+    batch_key = k.first("train_dataset.batch_size", "dataset.train_bs_n_seqs")
+    n_key = k.first("gconfig.n_samples", "group_size")
+    mb_key = k.first("actor.ppo_n_minibatches", "ppo.ppo_n_minibatches")
     b.set("algorithm.prompts_per_step", k.int_(batch_key, None), batch_key)
     b.set("algorithm.responses_per_prompt", k.int_(n_key, 1), n_key)
     b.set("algorithm.minibatches", k.int_(mb_key, 1), mb_key)
-    kl = k.float_(_first(k, "actor.kl_ctl", "ppo.kl_ctl"), 0.0)
+    kl = k.float_(k.first("actor.kl_ctl", "ppo.kl_ctl"), 0.0)
     b.set("algorithm.reference", kl > 0, "actor.kl_ctl", "ppo.kl_ctl")
     b.set("algorithm.old_logprob", k.bool_("actor.recompute_logprob", True), "actor.recompute_logprob")
 
     # ------------------------------------------------------------ workload
-    new_key = _first(k, "gconfig.max_new_tokens", "ppo.gen.max_new_tokens")
+    new_key = k.first("gconfig.max_new_tokens", "ppo.gen.max_new_tokens")
     prompt_key = "train_dataset.max_length"
     workload(b, k.int_(prompt_key, None), k.int_(new_key, 16384), (prompt_key,), (new_key,))
 
     engines(k, b, alloc)
     b.set("placement.trainer.recompute", k.bool_("actor.gradient_checkpointing", True), "actor.gradient_checkpointing")
-    tokens_key = _first(k, "actor.mb_spec.max_tokens_per_mb", "actor_train.mb_spec.max_tokens_per_mb")
+    tokens_key = k.first("actor.mb_spec.max_tokens_per_mb", "actor_train.mb_spec.max_tokens_per_mb")
     b.set("placement.trainer.micro_batch_tokens", k.int_(tokens_key, None), tokens_key)
     return Imported("areal", VERSION, [str(p) for p in paths], b.data, k.unused(), b.notes, b.provenance)
 
@@ -134,8 +130,8 @@ def allocation(k: Knobs, b: Builder, first: Path) -> dict:
                          value=text, allowed=FORMS) from None
     e, t = alloc["engine"], alloc["trainer"]
     rollout_gpus, trainer_gpus = e["d"] * e["t"], t["d"] * t["t"] * t["p"]
-    nodes_key = _first(k, "cluster.n_nodes", "n_nodes")
-    per_key = _first(k, "cluster.n_gpus_per_node", "n_gpus_per_node")
+    nodes_key = k.first("cluster.n_nodes", "n_nodes")
+    per_key = k.first("cluster.n_gpus_per_node", "n_gpus_per_node")
     per_node = k.int_(per_key, 8)
     nodes = k.int_(nodes_key, ceil_div(rollout_gpus + trainer_gpus, per_node))
     b.set("cluster.nodes", nodes, nodes_key, key)
@@ -170,7 +166,7 @@ def engines(k: Knobs, b: Builder, alloc: dict) -> None:
         b.set("placement.rollout.max_num_seqs", k.int_("vllm.max_num_seqs", None), "vllm.max_num_seqs")
         b.set("placement.rollout.max_num_batched_tokens", k.int_("vllm.max_num_batched_tokens", None),
               "vllm.max_num_batched_tokens")
-    concurrent_key = _first(k, "rollout.max_concurrent_rollouts", "max_concurrent_rollouts")
+    concurrent_key = k.first("rollout.max_concurrent_rollouts", "max_concurrent_rollouts")
     concurrent = k.int_(concurrent_key, None)
     samples = b.get("algorithm.responses_per_prompt", 1)
     if concurrent and b.get("placement.rollout.max_num_seqs") is None:

@@ -129,6 +129,10 @@ class Knobs:
     def __contains__(self, key: str) -> bool:
         return key in self._values
 
+    def first(self, *keys: str) -> str:
+        """The first of ``keys`` present (new names before the older ones), else the first."""
+        return next((key for key in keys if key in self._values), keys[0])
+
     def keys(self) -> list[str]:
         return list(self._values)
 

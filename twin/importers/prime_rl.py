@@ -48,14 +48,11 @@ def read(paths: list[Path]) -> Knobs:
     return knobs
 
 
-def _first(k: Knobs, *keys: str) -> str:
-    return next((key for key in keys if key in k), keys[0])
-
 
 def run(paths: list[Path], model_given: bool) -> Imported:
     k = read(paths)
     b = Builder(k)
-    model_key = _first(k, "model.name", "orchestrator.model.name", "trainer.model.name", "inference.model.name")
+    model_key = k.first("model.name", "orchestrator.model.name", "trainer.model.name", "inference.model.name")
     b.set("model", resolve_model(k, model_key, model_given, [p.parent for p in paths], b), model_key)
     k.mark("orchestrator.model.name", "trainer.model.name", "inference.model.name", "inference.vllm.model")
     deployment(k, b)
@@ -99,7 +96,7 @@ def algorithm(k: Knobs, b: Builder) -> None:
     by max_off_policy_steps; lengths from seq_len and max_completion_tokens."""
     O = "orchestrator"
     b.set("algorithm.name", "grpo")
-    group_key = _first(k, f"{O}.group_size", f"{O}.rollouts_per_example")
+    group_key = k.first(f"{O}.group_size", f"{O}.rollouts_per_example")
     group = k.int_(group_key, 1)
     batch = k.int_(f"{O}.batch_size", None)
     if batch is None:
@@ -119,10 +116,10 @@ def algorithm(k: Knobs, b: Builder) -> None:
     b.set("algorithm.partial_rollout", True, f"{O}.max_off_policy_steps")
     b.note("prime-rl generates while it trains and a rollout may span weight updates: rollouts at most "
            "max_off_policy_steps versions old (8 by default)")
-    seq_key = _first(k, f"{O}.seq_len", "seq_len", "trainer.model.seq_len")
+    seq_key = k.first(f"{O}.seq_len", "seq_len", "trainer.model.seq_len")
     seq_len = k.int_(seq_key, 2048)
     k.mark("seq_len", "trainer.model.seq_len", f"{O}.seq_len")
-    new_key = _first(k, f"{O}.train.sampling.max_completion_tokens", f"{O}.sampling.max_completion_tokens",
+    new_key = k.first(f"{O}.train.sampling.max_completion_tokens", f"{O}.sampling.max_completion_tokens",
                      f"{O}.sampling.max_tokens")
     new = k.int_(new_key, None)
     if new:
@@ -139,7 +136,7 @@ def rollout(k: Knobs, b: Builder) -> None:
     """[inference.vllm]: tp, memory share, CUDA graphs."""
     V = "inference.vllm"
     b.set("placement.rollout.engine", "continuous")
-    tp_key = _first(k, f"{V}.tensor_parallel_size", "inference.parallel.tp")
+    tp_key = k.first(f"{V}.tensor_parallel_size", "inference.parallel.tp")
     b.set("placement.rollout.tp", k.int_(tp_key, 1), tp_key)
     b.set("placement.rollout.gpu_memory_utilization", k.float_(f"{V}.gpu_memory_utilization", 0.9, high=1.0),
           f"{V}.gpu_memory_utilization")
