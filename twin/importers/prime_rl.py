@@ -48,7 +48,6 @@ def read(paths: list[Path]) -> Knobs:
     return knobs
 
 
-
 def run(paths: list[Path], model_given: bool) -> Imported:
     k = read(paths)
     b = Builder(k)
