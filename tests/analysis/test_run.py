@@ -141,17 +141,10 @@ def test_a_change_beyond_the_noise_band_is_still_named_once():
     assert binding_ties(result, step_figures(result)) == []
 
 
-def test_preemptions_are_priced_in_seconds_of_the_step_and_fewer_sequences_explained():
+def test_preemptions_are_priced_in_seconds_of_the_step_and_fewer_sequences_explained(preempting_report):
     """Issue 26 item 5: the KV cache's preemptions said in seconds (and share of generation),
     with why fewer sequences is not simply faster."""
-    data = {"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 4},
-            "placement": {"mode": "colocated", "rollout": {"gpu_memory_utilization": 0.3, "max_num_seqs": 256},
-                          "trainer": {"zero_stage": 3}},
-            "algorithm": {"prompts_per_step": 32, "responses_per_prompt": 8},
-            "workload": {"prompt_tokens": {"kind": "fixed", "value": 200},
-                         "response_tokens": {"kind": "lognormal", "median": 6000, "sigma": 0.5, "max": 16384}},
-            "run": {"steps": 2, "seed": 0}}
-    report = runner.run(data)
+    report = preempting_report
     counters = report.data.counters
     assert counters["preemptions"] > 0 and counters["recompute_s_per_engine_step"] > 0
     text = render_run(report.data)

@@ -23,19 +23,10 @@ def test_chrome_trace_has_named_tracks_and_microsecond_spans():
     assert counters and max(e["args"]["units"] for e in counters) == 1.0
 
 
-def test_trace_shows_each_engine_s_preemptions_and_each_rollout_batch():
+def test_trace_shows_each_engine_s_preemptions_and_each_rollout_batch(preempting_report):
     """Issue 26 item 18: preemptions per engine (instant events at a step's end, with the
     tokens recomputed, and a running counter) and a span per rollout batch."""
-    from twin import runner
-
-    data = {"model": "qwen2.5-7b", "cluster": {"nodes": 1, "gpus_per_node": 4},
-            "placement": {"mode": "colocated", "rollout": {"gpu_memory_utilization": 0.3, "max_num_seqs": 256},
-                          "trainer": {"zero_stage": 3}},
-            "algorithm": {"prompts_per_step": 32, "responses_per_prompt": 8},
-            "workload": {"prompt_tokens": {"kind": "fixed", "value": 200},
-                         "response_tokens": {"kind": "lognormal", "median": 6000, "sigma": 0.5, "max": 16384}},
-            "run": {"steps": 2, "seed": 0}}
-    report = runner.run(data)
+    report = preempting_report
     events = report.chrome_trace()["traceEvents"]
     json.dumps(events)
     preempted = [e for e in events if e["ph"] == "i" and e["name"] == "preempted"]
