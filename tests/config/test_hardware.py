@@ -1,4 +1,7 @@
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from twin.config.hardware import EfficiencyCurve, parse_profile
 from twin.config.registry import builtin_profiles, builtin_profiles_dir, load_profile_file, resolve_profile
@@ -146,3 +149,13 @@ def test_a_mesh_link_must_not_give_one_peer_more_than_the_whole_port(tmp_path):
     with pytest.raises(InputError) as err:
         resolve_profile(str(bad), ("link",), "cluster.intra_node_link")
     assert "peer_bandwidth_bytes_per_s" in err.value.message and err.value.file == str(bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(1e-3, 1e15, allow_nan=False), min_size=1, max_size=40),
+       st.lists(st.tuples(st.floats(1.0, 1e12), st.floats(1e-6, 1.0)), min_size=1, max_size=6))
+def test_a_curve_read_at_an_array_is_its_scalar_reading_bit_for_bit(sizes, points):
+    points = sorted({s: e for s, e in points}.items())
+    curve = EfficiencyCurve(points=points, source="test")
+    sizes = sizes + [s for s, _ in points]  # the points themselves, the branches' edges
+    assert curve.at_each(np.array(sizes)).tolist() == [curve.at(s) for s in sizes]

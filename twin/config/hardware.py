@@ -137,6 +137,28 @@ class EfficiencyCurve(Strict):
         w = (math.log(size) - math.log(s0)) / (math.log(s1) - math.log(s0))
         return e0 + w * (e1 - e0)
 
+    def at_each(self, sizes):
+        """:meth:`at` of every element of a NumPy array, bit for bit: the same branches and
+        arithmetic, the logarithms taken by ``math.log`` as ``at`` takes them (NumPy's own may
+        differ in the last bit on some CPUs). For the exact vectorised cost paths."""
+        import numpy as np
+
+        x = np.asarray(sizes, dtype=np.float64)
+        pts = self.points
+        out = np.full(x.shape, pts[-1][1])  # at or above the last size
+        inside = x < pts[-1][0]
+        out[x <= pts[0][0]] = pts[0][1]  # at or below the first (it wins with one point)
+        inside &= x > pts[0][0]
+        if inside.any():
+            sizes_at = [s for s, _ in pts]
+            log_size = np.array([math.log(s) for s in sizes_at])
+            eff = np.array([e for _, e in pts])
+            xi = x[inside]
+            i = np.searchsorted(sizes_at, xi, side="right")  # bisect.bisect_right
+            w = (np.array([math.log(v) for v in xi.tolist()]) - log_size[i - 1]) / (log_size[i] - log_size[i - 1])
+            out[inside] = eff[i - 1] + w * (eff[i] - eff[i - 1])
+        return out
+
     def at_array(self, sizes):
         """``at`` over an array of sizes (NumPy; same reading: log-linear, flat outside)."""
         import numpy as np

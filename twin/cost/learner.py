@@ -39,9 +39,13 @@ from twin.cost.collectives import Topology
 from twin.cost.mixers import trainer_mixer_time
 from twin.cost.roofline import (
     attention_backward_time,
+    attention_backward_times,
     attention_time,
+    attention_times,
     compute_time,
+    compute_times,
     elementwise_time_by_class,
+    elementwise_times_by_class,
     memory_time,
 )
 from twin.engine.balance import balance
@@ -51,7 +55,10 @@ def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
                       kernels: transformer.Kernels = "eager") -> float:
     """Compute seconds of one rank's pass over ``tokens`` tokens holding ``pairs`` causal
     attention pairs: ``kind`` 'score' (one forward, logits everywhere) or 'train' (forward
-    + backward, + a recomputed forward with activation recomputation)."""
+    + backward, + a recomputed forward with activation recomputation).
+
+    The plain-Python reference of :func:`rank_compute_times`, which prices every rank of a
+    step at once and is held to this bit for bit (tests/cost/test_learner.py)."""
     if tokens <= 0:
         return 0.0
     arch, t, gpu = plan.model, plan.placement.trainer, plan.gpu
@@ -83,6 +90,51 @@ def rank_compute_time(plan: Plan, tokens: float, pairs: float, kind: str,
     return busy * pipeline_factor(micro, t.pp)
 
 
+def rank_compute_times(plan: Plan, tokens: np.ndarray, pairs: np.ndarray, kind: str,
+                       kernels: transformer.Kernels = "eager") -> np.ndarray:
+    """:func:`rank_compute_time` of every element of ``tokens`` (all > 0) and ``pairs`` at once:
+    the same operations in the same order on arrays, so each element is the reference's figure
+    exactly. A step has a load per data-parallel rank, and pricing them one by one in Python
+    was most of a large simulation's time. The rarer terms (windowed and linear attention,
+    routed experts) are the reference's own functions, element by element."""
+    arch, t, gpu = plan.model, plan.placement.trainer, plan.gpu
+    recompute = kind == "train" and t.recompute
+    factor = 1.0 if kind == "score" else (4.0 if recompute else 3.0)
+    split = t.tp * t.pp
+    micro = micro_batch.count(t, tokens, kind)
+    rows = np.minimum(micro_batch.cap(t, kind), tokens)
+    dense = transformer.body_params(arch) - moe.routed_active_params(arch)
+    head = logits.head_flop_factor(t.logprob_kernel, kind) * transformer.head_params(arch)
+    gemm = 2.0 * (factor * dense + head) * tokens / split
+    per_call = 2.0 * dense * np.maximum(rows, 1.0) / (transformer.GEMMS_PER_LAYER * arch.num_layers) / t.tp
+    layers = transformer.context_attention_layers(arch)
+    attn_call = arch.attention_flops_per_token_pair / layers * pairs / micro / t.tp
+    d_head = transformer.attention_head_dim(arch)
+    forwards = 1.0 if kind == "score" else (2.0 if recompute else 1.0)
+    attention = forwards * attention_times(attn_call, gpu, arch.dtype, d_head)
+    if kind == "train":
+        attention = attention + attention_backward_times(attn_call, gpu, arch.dtype, d_head)
+    attention = attention * (layers / t.pp * micro)
+    if arch.windowed_attention or arch.linear_attention:
+        attention = attention + _each(trainer_mixer_time, plan, tokens, pairs, kind)
+    work = transformer.elementwise_work_by_class(arch, tokens, kind, kernels=kernels, recompute=recompute)
+    elementwise = elementwise_times_by_class(work, gpu, kernel_factor=micro / t.pp, byte_divisor=split)
+    busy = compute_times(gemm, gpu, plan.trainer_dtype, per_call, rows)
+    if arch.moe:
+        busy = busy + _each(moe.expert_gemm_time, plan, tokens, None, kind)
+        busy = busy + _each(moe.routing_time, plan, tokens, None, kind)
+    busy = busy + attention + elementwise
+    return busy * pipeline_factor(micro, t.pp)
+
+
+def _each(cost, plan: Plan, tokens: np.ndarray, pairs: np.ndarray | None, kind: str, topo: Topology | None = None):
+    """A scalar cost function of a rank's load, of every element (the reference's own terms)."""
+    front = (plan,) if topo is None else (plan, topo)
+    if pairs is None:
+        return np.array([cost(*front, n, kind) for n in tokens.tolist()])
+    return np.array([cost(*front, n, p, kind) for n, p in zip(tokens.tolist(), pairs.tolist())])
+
+
 def pipeline_factor(micro_batches: float, stages: int) -> float:
     """How much longer a pipeline of ``stages`` takes than its busiest stage's own work when
     ``micro_batches`` flow through it: a 1F1B (or forward-only) schedule fills and drains once
@@ -92,9 +144,9 @@ def pipeline_factor(micro_batches: float, stages: int) -> float:
 
 
 def _rank_times(plan: Plan, topo: Topology, tokens: np.ndarray, pairs: np.ndarray, kind: str,
-                memo: dict | None, priced_ranks: int | None) -> np.ndarray:
-    """Compute seconds of every rank: each distinct (tokens, pairs) load priced once (``memo``
-    carries them across the passes of an update); a rank without tokens computes nothing.
+                priced_ranks: int | None) -> np.ndarray:
+    """Seconds of every rank's pass, compute and the communication inside it (one array
+    evaluation, :func:`rank_compute_times`); a rank without tokens computes nothing.
     ``priced_ranks``: price only that many of the most loaded ranks (by tokens and by pairs),
     the others count as idle: a lower bound of the slowest rank, cheap on 100k ranks."""
     t = plan.placement.trainer
@@ -104,20 +156,26 @@ def _rank_times(plan: Plan, topo: Topology, tokens: np.ndarray, pairs: np.ndarra
         k = priced_ranks - 1
         busy = np.union1d(busy[np.argpartition(-tokens[busy], k)[:priced_ranks]],
                           busy[np.argpartition(-pairs[busy], k)[:priced_ranks]])
-    memo = {} if memo is None else memo
-    for i in busy:
-        n, p = float(tokens[i]), float(pairs[i])
-        key = (n, p, kind)
-        if key not in memo:
-            memo[key] = (rank_compute_time(plan, n, p, kind, t.kernels) + ulysses_time(plan, topo, n, kind)
-                         + tensor_parallel_time(plan, topo, n, kind) + moe.ep_all_to_all_time(plan, topo, n, kind)
-                         + moe.cp_ring_time(plan, topo, n, p, kind))
-        out[i] = memo[key]
+    if len(busy) == 0:
+        return out
+    n, p = np.asarray(tokens[busy], dtype=np.float64), np.asarray(pairs[busy], dtype=np.float64)
+    times = rank_compute_times(plan, n, p, kind, t.kernels)
+    # the communication inside a pass, each term only where its parallelism is on (zero else),
+    # added in the reference order: Ulysses, tensor parallel, expert parallel, context parallel
+    if t.sp > 1:
+        times = times + _each(ulysses_time, plan, n, None, kind, topo)
+    if t.tp > 1:
+        times = times + _each(tensor_parallel_time, plan, n, None, kind, topo)
+    if t.ep > 1 and plan.model.moe:
+        times = times + _each(moe.ep_all_to_all_time, plan, n, None, kind, topo)
+    if t.cp > 1:
+        times = times + _each(moe.cp_ring_time, plan, n, p, kind, topo)
+    out[busy] = times
     return out
 
 
 def _pass_time(plan: Plan, seqs: np.ndarray, flop_factor: float, gathers: int,
-               reduce_scatters: int, memo: dict | None = None, priced_ranks: int | None = None) -> float:
+               reduce_scatters: int, priced_ranks: int | None = None) -> float:
     """One pass over ``seqs`` split across the DP ranks; ``flop_factor`` 1 for a scoring
     forward, 3 or 4 (recompute) for forward + backward."""
     if len(seqs) == 0:
@@ -137,7 +195,7 @@ def _pass_time(plan: Plan, seqs: np.ndarray, flop_factor: float, gathers: int,
     tokens, pairs = tokens / (t.sp * t.cp), pairs / (t.sp * t.cp)
     kind = "score" if flop_factor == 1.0 else "train"
     topo = Topology.of(plan.cluster)
-    compute = _rank_times(plan, topo, tokens, pairs, kind, memo, priced_ranks)
+    compute = _rank_times(plan, topo, tokens, pairs, kind, priced_ranks)
     shards = plan.trainer_shards
     if t.zero_stage < 3 or shards == 1:
         return float(compute.max())
@@ -229,12 +287,10 @@ def update_time(plan: Plan, seqs: np.ndarray, priced_ranks: int | None = None,
     factor = 4.0 if t.recompute else 3.0
     gathers = 3 if t.recompute else 2  # forward, backward (and the recomputed forward)
     total = 0.0
-    memo: dict = {}
     optimizer = optimizer_time(plan)
     for _ in range(a.ppo_epochs):
         for chunk in np.array_split(np.asarray(seqs), minibatches or a.minibatches):
-            total += _pass_time(plan, chunk, factor, gathers, reduce_scatters=1, memo=memo,
-                                priced_ranks=priced_ranks)
+            total += _pass_time(plan, chunk, factor, gathers, reduce_scatters=1, priced_ranks=priced_ranks)
             total += optimizer
     return total
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from twin.config.hardware import DeviceProfile
 
 
@@ -98,4 +100,74 @@ def elementwise_time_by_class(work: dict[str, tuple[float, float]], profile: Dev
         n, k = nbytes / byte_divisor, ops * kernel_factor
         if n > 0 and k > 0:
             total += k * elementwise_op_time(n / k, profile, cls)
+    return total
+
+
+# Array twins of the functions above, for pricing many loads at once (every learner rank of a
+# step): each takes NumPy arrays of positive sizes and returns, element by element, exactly
+# what its scalar sibling returns for that element (same operations in the same order; curves
+# read by EfficiencyCurve.at_each). tests/cost/test_roofline.py holds them to their siblings
+# bit for bit.
+
+
+def compute_times(flops: np.ndarray, profile: DeviceProfile, dtype: str, flops_per_call: np.ndarray,
+                  tokens: np.ndarray | None = None) -> np.ndarray:
+    """:func:`compute_time` of each element (every ``flops`` > 0)."""
+    c = profile.compute
+    eff = c.gemm_efficiency.at_each(flops_per_call)
+    if tokens is not None and c.gemm_efficiency_by_tokens is not None:
+        eff *= c.gemm_efficiency_by_tokens.at_each(np.maximum(tokens, 1.0))
+    return flops / (c.peak(dtype) * eff)
+
+
+def _attention_eff(profile: DeviceProfile, curve, flops: np.ndarray, head_dim: float | None) -> np.ndarray:
+    eff = curve.at_each(flops)
+    by_head = profile.compute.attention_efficiency_by_head_dim
+    if head_dim is not None and by_head is not None:
+        eff *= by_head.at(float(head_dim))
+    return eff
+
+
+def attention_times(flops: np.ndarray, profile: DeviceProfile, dtype: str, head_dim: float | None = None) -> np.ndarray:
+    """:func:`attention_time` (not decode) of each element (every ``flops`` > 0)."""
+    c = profile.compute
+    return flops / (c.peak(dtype) * _attention_eff(profile, c.attention_efficiency or c.gemm_efficiency, flops, head_dim))
+
+
+def attention_backward_times(forward_flops: np.ndarray, profile: DeviceProfile, dtype: str,
+                             head_dim: float | None = None) -> np.ndarray:
+    """:func:`attention_backward_time` of each element (every ``forward_flops`` > 0)."""
+    c = profile.compute
+    if c.attention_backward_efficiency is None:
+        return 2.0 * attention_times(forward_flops, profile, dtype, head_dim)
+    eff = _attention_eff(profile, c.attention_backward_efficiency, 2.0 * forward_flops, head_dim)
+    return 2.0 * forward_flops / (c.peak(dtype) * eff)
+
+
+def elementwise_op_times(nbytes: np.ndarray, profile: DeviceProfile, cls: str = "binary") -> np.ndarray:
+    """:func:`elementwise_op_time` of each element."""
+    mem = profile.memory
+    rate = mem.bandwidth_bytes_per_s
+    curve = mem.elementwise_class_curve(cls)
+    t = nbytes / (rate * curve.at_each(nbytes))
+    if mem.elementwise_efficiency is not None:
+        s0, e0 = curve.points[0]
+        t = np.maximum(t, s0 / (rate * e0))
+    return np.maximum(t, profile.overhead.per_kernel_s)
+
+
+def elementwise_times_by_class(work: dict[str, tuple[np.ndarray, float]], profile: DeviceProfile,
+                               kernel_factor: np.ndarray, byte_divisor: float = 1.0) -> np.ndarray:
+    """:func:`elementwise_time_by_class` of each element: ``work`` {class: (bytes per element,
+    kernels)} as ``transformer.elementwise_work_by_class`` gives it for an array of tokens
+    (every element's bytes > 0), ``kernel_factor`` one per element."""
+    if profile.memory.elementwise_classes is None:
+        nbytes = sum(b for b, _ in work.values()) / byte_divisor
+        ops = sum(o for _, o in work.values()) * kernel_factor
+        return np.where((nbytes > 0) & (ops > 0), ops * elementwise_op_times(nbytes / ops, profile), 0.0)
+    total = np.zeros(len(kernel_factor))
+    for cls, (nbytes, ops) in work.items():
+        n, k = nbytes / byte_divisor, ops * kernel_factor
+        if ops > 0:  # a class's kernels per element are the same count for every element
+            total += np.where(n > 0, k * elementwise_op_times(n / k, profile, cls), 0.0)
     return total

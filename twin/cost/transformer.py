@@ -289,9 +289,12 @@ def elementwise_work_by_class(
     {class: (bytes, kernels)}. The embedding lookup, the final RMSNorm and the KV-cache write
     are ``binary``; the vocabulary passes are ``softmax``, but for the sampler's pass over the
     probabilities (``generate``: 2V per row, 1 kernel), which is ``sample``; the layers split as
-    :func:`layer_elementwise_classes`. Empty when ``tokens`` ≤ 0."""
-    if tokens <= 0:
+    :func:`layer_elementwise_classes`. Empty when ``tokens`` ≤ 0. ``tokens`` may be a NumPy
+    array of positive counts: the bytes are then arrays, element by element the same figures."""
+    many = isinstance(tokens, np.ndarray)
+    if not many and tokens <= 0:
         return {}
+    num = (lambda x: x) if many else float
     b = arch.bytes_per_param
     h, L, V = float(arch.hidden_size), arch.num_layers, float(arch.vocab_size)
     forward = layer_elementwise_classes(arch, kernels)
@@ -316,9 +319,9 @@ def elementwise_work_by_class(
             if cls == "binary":
                 nbytes, kops = nbytes + fixed_elems, kops + fixed_ops
             total_b, total_k = out.get(cls, (0.0, 0.0))
-            out[cls] = (total_b + float(nbytes * b), total_k + float(kops))
+            out[cls] = (total_b + num(nbytes * b), total_k + float(kops))
     vocab_elems, vocab_ops = {"generate": (2 * V, 1.0), "score": (2 * V, 1.0), "train": (6 * V, 3.0)}[kind]
-    out["softmax"] = (float(rows * vocab_elems * VOCAB_BYTES), vocab_ops)
+    out["softmax"] = (num(rows * vocab_elems * VOCAB_BYTES), vocab_ops)
     if kind == "generate":  # the sampler's pass over the probabilities
-        out["sample"] = (float(rows * 2 * V * VOCAB_BYTES), 1.0)
+        out["sample"] = (num(rows * 2 * V * VOCAB_BYTES), 1.0)
     return out
