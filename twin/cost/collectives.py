@@ -64,7 +64,7 @@ def ring_steps(op: Collective, n: int) -> int:
             "broadcast": n - 1, "all_to_all": n - 1, "p2p": 1}[op]
 
 
-_TOPOLOGIES: dict[int, "Topology"] = {}
+_TOPOLOGIES: dict[str, "Topology"] = {}  # by the cluster's value: re-simulations share their max-flows
 
 
 @dataclass(frozen=True)
@@ -265,10 +265,13 @@ class Topology:
 
     @staticmethod
     def of(cluster: Cluster) -> "Topology":
-        """The topology of ``cluster``, built once per cluster object."""
-        hit = _TOPOLOGIES.get(id(cluster))
-        if hit is None or hit.cluster is not cluster:
-            hit = _TOPOLOGIES[id(cluster)] = Topology(cluster)
+        """The topology of ``cluster``, built once per cluster value: the many scenarios of a
+        study (a verdict's pressures, a plan's candidates) mostly share their cluster, and every
+        figure of a topology is a function of the cluster's fields alone."""
+        key = cluster.model_dump_json()
+        hit = _TOPOLOGIES.get(key)
+        if hit is None:
+            hit = _TOPOLOGIES[key] = Topology(cluster)
             while len(_TOPOLOGIES) > 64:
                 _TOPOLOGIES.pop(next(iter(_TOPOLOGIES)))
         return hit
