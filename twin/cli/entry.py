@@ -20,10 +20,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import importlib
 import signal
 import sys
 
-from twin.cli import inputs, simulate, studies, validate
 from twin.cli.common import Command
 from twin.cli.streams import StdoutFailed, guarded_stdout, say, silence_stdout
 from twin.errors import InputError
@@ -63,9 +63,25 @@ words (the same in every output):
 """
 
 
-# Every command but three that own their options (calibrate, tui, validate --probe: below).
-COMMANDS: dict[str, Command] = {c.name: c for c in (*simulate.COMMANDS, *studies.COMMANDS, *validate.COMMANDS,
-                                                    *inputs.COMMANDS)}
+# Every command but three that own their options (calibrate, tui, validate --probe: below), by
+# the module of its family, in the order --help lists them. A command imports its own family
+# only: `twin run` loads neither the importers nor the planner (tests/cli hold this map to the
+# families' COMMANDS).
+FAMILIES: dict[str, str] = {
+    "check": "simulate", "run": "simulate", "whatif": "simulate",
+    "plan": "studies", "scale": "studies", "sweep": "studies",
+    "validate": "validate",
+    "import": "inputs", "fit": "inputs", "list": "inputs",
+}
+
+
+def commands(names: list[str] | None = None) -> dict[str, Command]:
+    """The commands of the families of ``names`` (every command when None), by name."""
+    families = dict.fromkeys(FAMILIES[n] for n in (FAMILIES if names is None else names))
+    out: dict[str, Command] = {}
+    for family in families:
+        out.update({c.name: c for c in importlib.import_module(f"twin.cli.{family}").COMMANDS})
+    return out
 
 
 class _Parser(argparse.ArgumentParser):
@@ -77,7 +93,7 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(message.removeprefix("argument ") + f" (see {self.prog} --help)")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(wanted: dict[str, Command]) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="twin",
         description="rltwin: a digital twin of LLM RL training clusters. Which link of the RL "
@@ -88,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"twin (rltwin) {_version()}")
     _completion(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS.values():
+    for command in wanted.values():
         command.add_parser(sub)
     sub.add_parser("tui", add_help=False, help='the interactive capacity planner (needs the tui extra: pip install ".[tui]")')
     sub.add_parser("calibrate", add_help=False,
@@ -181,10 +197,13 @@ def _main(argv: list[str]) -> int:
         from tui.app import main as tui_main
 
         return tui_main(argv[1:])
-    parser = _parser()
+    first = argv[0] if argv else None
+    # a command needs only its family; --version none; anything else (help, a typo) lists them all
+    wanted = commands([first] if first in FAMILIES else [] if first == "--version" else None)
+    parser = _parser(wanted)
     args = parser.parse_args(argv)
-    if args.command in COMMANDS:
-        return COMMANDS[args.command].run(args)
+    if args.command in wanted:
+        return wanted[args.command].run(args)
     parser.print_help()
     return 0
 

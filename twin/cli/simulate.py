@@ -16,7 +16,6 @@ from twin.cli.common import Command, emit, html_arg, outputs_for, price_arg, sce
 from twin.cli.progress import compile_notice, count_printer, progress_printer
 from twin.cost.memory import memory_problem
 from twin.errors import InputError
-from twin.importers import scenario_from
 from twin.studies.extrapolate import extrapolate_run
 from twin.studies.verdict import NOISE_RULE, PRESSURES, judge, resolve_pressures, sensitivity
 
@@ -78,6 +77,8 @@ def _run(args) -> int:
     if args.from_files:
         if source is not None:
             raise InputError("give a scenario or --from FRAMEWORK FILE..., not both", field="--from", value=source)
+        from twin.importers import scenario_from  # only for --from: a plain run does not load the importers
+
         source, args.overrides = scenario_from(args.from_files, args.overrides), []
     until = [parse_until(u) for u in args.until]
     if args.gpu_hour_price is not None:

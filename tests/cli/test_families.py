@@ -1,0 +1,27 @@
+"""A command imports its own family of the CLI only (twin.cli.entry.FAMILIES)."""
+
+import importlib
+import subprocess
+import sys
+
+from twin.cli.entry import FAMILIES, commands
+
+
+def test_the_family_map_names_every_command_of_every_family_in_order():
+    listed = []
+    for family in dict.fromkeys(FAMILIES.values()):
+        listed += [(c.name, family) for c in importlib.import_module(f"twin.cli.{family}").COMMANDS]
+    assert listed == list(FAMILIES.items())
+    assert list(commands()) == list(FAMILIES)
+    assert list(commands(["plan"])) == ["plan", "scale", "sweep"]
+
+
+def test_a_run_loads_neither_the_importers_nor_the_planner():
+    code = ("import io, contextlib, sys\n"
+            "from twin.cli.entry import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['check', 'grpo-8b-disaggregated'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('twin.importers', 'twin.studies.planner',"
+            " 'twin.validation', 'twin.cli.inputs', 'twin.cli.studies'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
