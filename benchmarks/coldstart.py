@@ -8,7 +8,7 @@ system, children included: a figure the machine's load barely moves), then
 ``cold_s warm_s ratio`` (medians of wall time).
 With ``--kernels`` it also prints, from one cold in-process run, each kernel's compile time.
 
-    python benchmarks/coldstart.py [SCENARIO] [--repeat 2] [--verdict] [--kernels]
+    python benchmarks/coldstart.py [SCENARIO] [--repeat 2] [--verdict] [--kernels] [--compiled]
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ def _cpu_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed_run(scenario: str, cache: str, verdict: bool) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of one `twin run` in a fresh process."""
+def timed_run(scenario: str, cache: str, verdict: bool, command: list[str] | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one `twin run` (or ``command``) in a fresh process."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
-    command = [sys.executable, "-m", "twin.cli", "run", scenario, *([] if verdict else ["--no-verdict"])]
+    command = [sys.executable, "-m", "twin.cli",
+               *(command or ["run", scenario, *([] if verdict else ["--no-verdict"])])]
     t, cpu = time.perf_counter(), _cpu_children()
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t, _cpu_children() - cpu
@@ -75,6 +76,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--verdict", action="store_true", help="with the verdict (default: --no-verdict)")
     parser.add_argument("--kernels", action="store_true", help="print each kernel's compile time")
+    parser.add_argument("--compiled", action="store_true",
+                        help="run `twin compile` first, as the README's install command does (its time "
+                        "is printed apart: install time, not the first run's)")
     args = parser.parse_args()
     if args.kernels:
         kernel_compile_times(args.scenario)
@@ -82,6 +86,9 @@ def main() -> None:
     colds, warms, cpus = [], [], []
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory(prefix="rltwin-coldstart-") as cache:
+            if args.compiled:
+                compile_s, compile_cpu = timed_run(args.scenario, cache, False, ["compile"])
+                print(f"twin compile {compile_s:.1f} s ({compile_cpu:.1f} s CPU)", flush=True)
             (cold_s, cold_cpu), (warm_s, warm_cpu) = (timed_run(args.scenario, cache, args.verdict)
                                                       for _ in range(2))
             colds.append(cold_s)

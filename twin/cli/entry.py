@@ -46,6 +46,7 @@ examples:
   twin validate [--cross]                    the twin against published runs (exit 1 on a miss)
   twin validate --probe                      the twin against a real torch RL loop on this machine
   twin calibrate --device cuda --out my-gpu.yaml   measure a GPU into a hardware profile
+  twin compile                               compile the kernels now (install scripts, images)
   twin tui                                   the interactive planner (pip install ".[tui]" from a clone)
 
 --set takes any field of the scenario as a dotted path; values are read as YAML
@@ -72,6 +73,7 @@ FAMILIES: dict[str, str] = {
     "plan": "studies", "scale": "studies", "sweep": "studies",
     "validate": "validate",
     "import": "inputs", "fit": "inputs", "list": "inputs",
+    "compile": "kernels",
 }
 
 

@@ -131,7 +131,8 @@ def prepare(plan: Plan, stream=None, processes: int | None = None) -> None:
     # shared, they compile in this process and leave the other core alone; with more, in parallel.
     cores = processes or max(1, min(len(todo), (os.cpu_count() or 1) - 1))
     print(f"twin: compiling the simulator's kernels, once for this version ({_guess(todo, cores)}; "
-          f"{len(todo)} parts{f' on {cores} processes' if cores > 1 else ''})", file=stream, flush=True)
+          f"{len(todo)} parts{f' on {cores} processes' if cores > 1 else ''}; `twin compile` does it ahead "
+          "of time, e.g. at install)", file=stream, flush=True)
     start = time.monotonic()
     ordered = sorted(todo, key=lambda p: -PART_SECONDS[p])  # longest first: the least wall time
     if cores > 1:
