@@ -135,8 +135,10 @@ def _run(args, argv: list[str]) -> int:
         written.append(out)
     else:
         stderr_progress(f"no device profile: it needs the {', '.join(profile.REQUIRED)} suites")
-    extra = profile.link_profiles(target, store, command, csv_name)
-    host = profile.host_link_profile(target, store, command, csv_name)
+    coll_missing = coverage.collectives_not_measured(store, collectives.sizes(device, False), _reps(False))
+    extra = profile.link_profiles(target, store, command, csv_name, coll_missing)
+    host = profile.host_link_profile(target, store, command, csv_name,
+                                     [line for line in missing if line.startswith("host_copy")])
     for data in extra + ([host] if host else []):
         path = out.with_name(f"{out.stem}.{data['name']}.yaml")
         profile.write_yaml(path, data)
@@ -149,7 +151,7 @@ def _run(args, argv: list[str]) -> int:
         _summary(out)
     if missing:
         absent = sum(spec.key not in store for spec in full)
-        print(f"  not measured: {absent} of the full sweep's {len(full)} measurements"
+        print(f"  not measured: {absent} of the full sweep's {len(full)} device measurements"
               + (f" ({len(left_out)} of them planned, left out by the quick budget)" if left_out else "")
               + (f"; listed in {out} under provenance.not_measured" if written and written[0] == out else ""))
     return 0
@@ -188,7 +190,7 @@ def _collectives(target, store, quick: bool, torchrun: bool, progress) -> None:
     sizes = coll.sizes(target.device, quick)
     wanted = [(op, n) for op in coll.OPS for n in sizes
               if rank != 0 or coll.key(backend, world, op, n) not in store]
-    reps = 5 if quick else 20
+    reps = _reps(quick)
     if torchrun:
         box = [wanted]
         dist.broadcast_object_list(box, src=0)  # every rank runs rank 0's list (it owns the CSV)
@@ -215,6 +217,11 @@ def _collectives(target, store, quick: bool, torchrun: bool, progress) -> None:
         store.append(row)
         progress(f"collective {backend} x{world} {r['op']} {r['bytes']} B: algbw {algbw / 1e9:.3g} GB/s, "
                  f"busbw {row.busbw / 1e9:.3g} GB/s")
+
+
+def _reps(quick: bool) -> int:
+    """Repetitions of each collective (their median is kept)."""
+    return 5 if quick else 20
 
 
 def coll_bus_factor(op: str, world: int) -> float:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from calibrate.runner import LeftOut
 from calibrate.store import Store
-from calibrate.suites import Spec
+from calibrate.suites import Spec, parse_params
 
 UNITS = {"matmul": "FLOP per GEMM", "attention": "FLOP per call", "memory": "bytes per call",
          "overhead": "layers", "host_copy": "bytes per copy"}
@@ -66,3 +66,19 @@ def _where_from(store: Store, primary: str) -> str:
                           f"({best[d] / best[primary]:.3g}x {primary}'s)" for d in others)
         text += f"; the GEMM curves are {primary}'s for every dtype; peak_flops of another dtype is its best rate: {peaks}"
     return text + "."
+
+
+def collectives_not_measured(store: Store, full_sizes: Sequence[int], full_reps: int) -> list[str]:
+    """The link profiles' ``not_measured``: the buffer sizes of the full sweep the ``store`` has no
+    collective at; empty when it has them all."""
+    rows = store.select("collective")
+    measured = sorted({int(parse_params(r.params)["bytes"]) for r in rows})
+    missing = [n for n in full_sizes if n not in measured]
+    if not measured or not missing:
+        return []
+    reps = min(r.reps for r in rows)
+    line = (f"collectives: buffers of {_span(measured, 'bytes')} ({len(measured)} sizes), at least {reps} "
+            f"repetitions each; the full sweep (without --quick) measures {_span(full_sizes, 'bytes')} "
+            f"({len(full_sizes)} sizes), {full_reps} each. The efficiency curve interpolates between the sizes "
+            "measured and holds its end values beyond them.")
+    return [line]

@@ -293,8 +293,10 @@ def _overhead(store: Store) -> dict:
     return out
 
 
-def link_profiles(target: Target, store: Store, command: str, csv_name: str) -> list[dict]:
-    """One LinkProfile per measured (backend, world size) of collectives."""
+def link_profiles(target: Target, store: Store, command: str, csv_name: str,
+                  not_measured: list[str] | None = None) -> list[dict]:
+    """One LinkProfile per measured (backend, world size) of collectives (``not_measured``: the
+    sweep's left-outs, calibrate.coverage.collectives_not_measured)."""
     groups: dict[tuple[str, int], list[Row]] = {}
     for r in store.select("collective"):
         if r.seconds > 0:
@@ -312,7 +314,7 @@ def link_profiles(target: Target, store: Store, command: str, csv_name: str) -> 
             "kind": "link", "name": f"{backend}-{target.name}-x{world}",
             "description": f"{backend} collectives over {world} ranks on {target.host}, as measured "
                            f"({', '.join(ops)})",
-            "provenance": _provenance(target, command, csv_name),
+            "provenance": _provenance(target, command, csv_name, not_measured),
             "bandwidth_bytes_per_s": float(f"{best:.4g}"),
             "latency_s": float(f"{latency:.4g}"),
             "efficiency": {"points": [list(p) for p in curve], "source": (
@@ -322,8 +324,9 @@ def link_profiles(target: Target, store: Store, command: str, csv_name: str) -> 
     return out
 
 
-def host_link_profile(target: Target, store: Store, command: str, csv_name: str) -> dict | None:
-    """The host<->device link from pinned copies (CUDA only)."""
+def host_link_profile(target: Target, store: Store, command: str, csv_name: str,
+                      not_measured: list[str] | None = None) -> dict | None:
+    """The host<->device link from pinned copies (CUDA only; ``not_measured``: the sweep's left-outs)."""
     rows = [r for r in store.select("host_copy") if r.op.endswith("_pinned")]
     if not rows:
         return None
@@ -334,7 +337,7 @@ def host_link_profile(target: Target, store: Store, command: str, csv_name: str)
     note = f"; pageable copies reach {max(pageable) / 1e9:.3g} GB/s" if pageable else ""
     return {"kind": "link", "name": f"{target.name}-host-link",
             "description": f"host<->device copies of {target.device_name} on {target.host}",
-            "provenance": _provenance(target, command, csv_name),
+            "provenance": _provenance(target, command, csv_name, not_measured),
             "bandwidth_bytes_per_s": float(f"{best:.4g}"),
             "latency_s": float(f"{max(small.seconds - small.size / best, 0.0):.4g}"),
             "efficiency": {"points": [list(p) for p in curve],

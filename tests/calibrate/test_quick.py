@@ -7,7 +7,15 @@ from hypothesis import strategies as st
 
 from calibrate import coverage, profile, runner
 from calibrate.store import Row, Store
-from calibrate.suites import Spec, attention, coarse_to_fine, matmul, memory, parse_params, rank
+from calibrate.suites import (
+    Spec,
+    attention,
+    coarse_to_fine,
+    matmul,
+    memory,
+    parse_params,
+    rank,
+)
 from calibrate.timing import FULL, QUICK, Budget, Clock
 
 
@@ -144,3 +152,14 @@ def test_quick_budget_limits_every_suite_it_plans():
         assert QUICK.suite_limit(suite) is not None
     assert FULL.suite_limit("matmul") is None and FULL.item_s is None
     assert pytest.approx(QUICK.calls) == QUICK.warmup + 1 + QUICK.min_reps
+
+
+def test_link_profile_says_which_buffer_sizes_were_not_measured(target, synthetic_store):
+    full = [1024, 4096, 4 << 20, 64 << 20]  # the fixture has all-reduces and broadcasts at 4 KiB and 4 MiB
+    lines = coverage.collectives_not_measured(synthetic_store, full, 20)
+    assert len(lines) == 1 and "4.1e+03-4.19e+06 bytes (2 sizes), at least 5 repetitions" in lines[0]
+    assert "1.02e+03-6.71e+07 bytes (4 sizes), 20 each" in lines[0]
+    (link,) = profile.link_profiles(target, synthetic_store, "cmd", "cpu.csv", lines)
+    profile.validate(link)
+    assert link["provenance"]["not_measured"] == lines
+    assert coverage.collectives_not_measured(synthetic_store, [4096, 4 << 20], 20) == []
