@@ -20,7 +20,8 @@ SUITES = ("matmul", "memory", "attention", "overhead", "host_copy", "collectives
 
 EPILOG = """\
 examples:
-  python -m calibrate --device cpu --quick          this machine's CPU, about a minute
+  python -m calibrate --device cpu --quick          this machine's CPU, about a minute (the sweep's
+                                                    left-outs: provenance.not_measured in the profile)
   python -m calibrate --device cuda                 one GPU (all dtypes, attention, copies, NCCL if >1 GPU)
   torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
       -m calibrate --device cuda --out calibration/h200.yaml   collectives across nodes, then rank 0's GPU
@@ -41,7 +42,10 @@ def _parser(prog: str = "python -m calibrate") -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="what to calibrate (default: cuda when a GPU is visible, else cpu)")
-    p.add_argument("--quick", action="store_true", help="a short sweep (about a minute on a CPU)")
+    p.add_argument("--quick", action="store_true", help=(
+        "a short sweep, about a minute on a CPU: per suite what its fit needs, then refinements while the "
+        "suite's time budget lasts; other dtypes than the primary one (CPU fp32, GPU bf16) only for their "
+        "peak. What it leaves out of the full sweep is listed in the profile's provenance.not_measured"))
     p.add_argument("--out", type=Path, default=None,
                    help="profile YAML to write (default calibration/<name>.yaml); the CSV goes beside it")
     p.add_argument("--only", default=None, metavar="SUITES",
@@ -83,11 +87,12 @@ def _run(args, argv: list[str]) -> int:
     except ImportError:
         raise CalibrationError("torch is not installed; install the build for this machine "
                                "(https://pytorch.org/get-started/locally/)") from None
-    from calibrate import env, profile
+    from calibrate import coverage, env, profile
     from calibrate.outputs import prepare
     from calibrate.runner import measure, stderr_progress
     from calibrate.store import Store
     from calibrate.suites import attention, collectives, host_copy, matmul, memory, overhead
+    from calibrate.suites.matmul import PRIMARY_DTYPE
     from calibrate.timing import FULL, QUICK, Clock
 
     env.keep_freed_memory()  # as the probe runs (calibrate.env)
@@ -115,20 +120,25 @@ def _run(args, argv: list[str]) -> int:
              "overhead": overhead.plan, "host_copy": host_copy.plan}
     if "host_copy" in suites and device == "cpu":
         stderr_progress("host_copy: skipped on a CPU (no host<->device link to measure)")
+    left_out: list = []
     for name, plan in plans.items():
         if name in suites:
-            measure(plan(device, args.quick, budget, clock), store)
+            measure(plan(device, args.quick, budget, clock), store, budget=budget, left_out=left_out)
+    full = [spec for plan in plans.values() for spec in plan(device, False, FULL, clock)]  # lazy: nothing runs
+    missing = coverage.not_measured(full, store, left_out, budget.item_s, PRIMARY_DTYPE[device])
 
     written = []
     csv_name = csv_path.name
     if all(s in suites for s in profile.REQUIRED):
-        data = profile.device_profile(target, store, command, csv_name)
+        data = profile.device_profile(target, store, command, csv_name, missing)
         profile.write_yaml(out, data)
         written.append(out)
     else:
         stderr_progress(f"no device profile: it needs the {', '.join(profile.REQUIRED)} suites")
-    extra = profile.link_profiles(target, store, command, csv_name)
-    host = profile.host_link_profile(target, store, command, csv_name)
+    coll_missing = coverage.collectives_not_measured(store, collectives.sizes(device, False), _reps(False))
+    extra = profile.link_profiles(target, store, command, csv_name, coll_missing)
+    host = profile.host_link_profile(target, store, command, csv_name,
+                                     [line for line in missing if line.startswith("host_copy")])
     for data in extra + ([host] if host else []):
         path = out.with_name(f"{out.stem}.{data['name']}.yaml")
         profile.write_yaml(path, data)
@@ -139,6 +149,11 @@ def _run(args, argv: list[str]) -> int:
     print(f"  raw measurements {csv_path} ({len(store.rows)} rows)")
     if written and written[0] == out:
         _summary(out)
+    if missing:
+        absent = sum(spec.key not in store for spec in full)
+        print(f"  not measured: {absent} of the full sweep's {len(full)} device measurements"
+              + (f" ({len(left_out)} of them planned, left out by the quick budget)" if left_out else "")
+              + (f"; listed in {out} under provenance.not_measured" if written and written[0] == out else ""))
     return 0
 
 
@@ -175,7 +190,7 @@ def _collectives(target, store, quick: bool, torchrun: bool, progress) -> None:
     sizes = coll.sizes(target.device, quick)
     wanted = [(op, n) for op in coll.OPS for n in sizes
               if rank != 0 or coll.key(backend, world, op, n) not in store]
-    reps = 5 if quick else 20
+    reps = _reps(quick)
     if torchrun:
         box = [wanted]
         dist.broadcast_object_list(box, src=0)  # every rank runs rank 0's list (it owns the CSV)
@@ -202,6 +217,11 @@ def _collectives(target, store, quick: bool, torchrun: bool, progress) -> None:
         store.append(row)
         progress(f"collective {backend} x{world} {r['op']} {r['bytes']} B: algbw {algbw / 1e9:.3g} GB/s, "
                  f"busbw {row.busbw / 1e9:.3g} GB/s")
+
+
+def _reps(quick: bool) -> int:
+    """Repetitions of each collective (their median is kept)."""
+    return 5 if quick else 20
 
 
 def coll_bus_factor(op: str, world: int) -> float:

@@ -23,17 +23,18 @@ from calibrate.errors import CalibrationError
 from calibrate.outputs import write_profile
 from calibrate.store import Row, Store
 from calibrate.suites import parse_params
+from calibrate.suites.matmul import PRIMARY_DTYPE
 
-PRIMARY_DTYPE = {"cpu": "fp32", "cuda": "bf16"}
 REQUIRED = ("matmul", "memory", "overhead")
 
 
-def _provenance(target: Target, command: str, csv_name: str) -> dict:
+def _provenance(target: Target, command: str, csv_name: str, not_measured: list[str] | None = None) -> dict:
     prov = {"source": "calibrated",
             "reference": f"{command}; raw measurements in {csv_name}. Peaks are the best rates measured "
                          "here (not a datasheet), efficiencies are relative to them.",
             "date": target.date, "device": target.device_name, "driver": target.driver,
-            "torch": target.torch, "cuda": target.cuda, "nccl": target.nccl, "host": target.host}
+            "torch": target.torch, "cuda": target.cuda, "nccl": target.nccl, "host": target.host,
+            "not_measured": not_measured or None}
     return {k: v for k, v in prov.items() if v is not None}
 
 
@@ -41,8 +42,10 @@ def _sizes_rates(rows: list[Row]) -> tuple[np.ndarray, np.ndarray]:
     return np.array([r.size for r in rows]), np.array([r.rate for r in rows])
 
 
-def device_profile(target: Target, store: Store, command: str, csv_name: str) -> dict:
-    """A DeviceProfile mapping from the matmul, attention, memory and overhead rows."""
+def device_profile(target: Target, store: Store, command: str, csv_name: str,
+                   not_measured: list[str] | None = None) -> dict:
+    """A DeviceProfile mapping from the matmul, attention, memory and overhead rows (``not_measured``:
+    what the calibration left out, calibrate.coverage, recorded in its provenance)."""
     missing = [s for s in REQUIRED if not store.select(s)]
     if missing:
         raise CalibrationError(f"cannot fit a device profile without the {', '.join(missing)} suite(s); "
@@ -51,7 +54,7 @@ def device_profile(target: Target, store: Store, command: str, csv_name: str) ->
     memory = _memory(target, store)
     prof = {"kind": target.kind, "name": target.name,
             "description": f"{target.device_name}, calibrated on {target.host} ({target.date})",
-            "provenance": _provenance(target, command, csv_name), "compute": compute, "memory": memory,
+            "provenance": _provenance(target, command, csv_name, not_measured), "compute": compute, "memory": memory,
             "overhead": _overhead(store)}
     return prof
 
@@ -290,8 +293,10 @@ def _overhead(store: Store) -> dict:
     return out
 
 
-def link_profiles(target: Target, store: Store, command: str, csv_name: str) -> list[dict]:
-    """One LinkProfile per measured (backend, world size) of collectives."""
+def link_profiles(target: Target, store: Store, command: str, csv_name: str,
+                  not_measured: list[str] | None = None) -> list[dict]:
+    """One LinkProfile per measured (backend, world size) of collectives (``not_measured``: the
+    sweep's left-outs, calibrate.coverage.collectives_not_measured)."""
     groups: dict[tuple[str, int], list[Row]] = {}
     for r in store.select("collective"):
         if r.seconds > 0:
@@ -309,7 +314,7 @@ def link_profiles(target: Target, store: Store, command: str, csv_name: str) -> 
             "kind": "link", "name": f"{backend}-{target.name}-x{world}",
             "description": f"{backend} collectives over {world} ranks on {target.host}, as measured "
                            f"({', '.join(ops)})",
-            "provenance": _provenance(target, command, csv_name),
+            "provenance": _provenance(target, command, csv_name, not_measured),
             "bandwidth_bytes_per_s": float(f"{best:.4g}"),
             "latency_s": float(f"{latency:.4g}"),
             "efficiency": {"points": [list(p) for p in curve], "source": (
@@ -319,8 +324,9 @@ def link_profiles(target: Target, store: Store, command: str, csv_name: str) -> 
     return out
 
 
-def host_link_profile(target: Target, store: Store, command: str, csv_name: str) -> dict | None:
-    """The host<->device link from pinned copies (CUDA only)."""
+def host_link_profile(target: Target, store: Store, command: str, csv_name: str,
+                      not_measured: list[str] | None = None) -> dict | None:
+    """The host<->device link from pinned copies (CUDA only; ``not_measured``: the sweep's left-outs)."""
     rows = [r for r in store.select("host_copy") if r.op.endswith("_pinned")]
     if not rows:
         return None
@@ -331,7 +337,7 @@ def host_link_profile(target: Target, store: Store, command: str, csv_name: str)
     note = f"; pageable copies reach {max(pageable) / 1e9:.3g} GB/s" if pageable else ""
     return {"kind": "link", "name": f"{target.name}-host-link",
             "description": f"host<->device copies of {target.device_name} on {target.host}",
-            "provenance": _provenance(target, command, csv_name),
+            "provenance": _provenance(target, command, csv_name, not_measured),
             "bandwidth_bytes_per_s": float(f"{best:.4g}"),
             "latency_s": float(f"{max(small.seconds - small.size / best, 0.0):.4g}"),
             "efficiency": {"points": [list(p) for p in curve],

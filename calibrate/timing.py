@@ -29,15 +29,34 @@ MIN_SAMPLE_S = 200e-6
 
 @dataclass(frozen=True)
 class Budget:
-    """How long to spend timing one operation."""
+    """How long to spend timing one operation, and (quick sweeps) one suite.
+
+    ``suite_s``: seconds per suite after which the runner measures none of its ``optional``
+    specs (the ones a fit needs are measured whatever they cost); ``item_s``: an optional spec
+    predicted to take longer than this is left out, the prediction being its size over the best
+    rate measured so far for its suite, dtype and op, times ``calls``. None: no limit."""
 
     warmup: int = 2
     min_reps: int = 5
     max_reps: int = 50
     min_time_s: float = 0.1  # stop repeating once this much was timed (after min_reps)
+    suite_s: tuple[tuple[str, float], ...] | None = None  # (suite, seconds) pairs
+    item_s: float | None = None
+
+    @property
+    def calls(self) -> int:
+        """Calls of one measurement at the least: warm-up, the first timed call, the repetitions."""
+        return self.warmup + 1 + self.min_reps
+
+    def suite_limit(self, suite: str) -> float | None:
+        return dict(self.suite_s or ()).get(suite)
 
 
-QUICK = Budget(warmup=2, min_reps=5, max_reps=30, min_time_s=0.1)
+# Quick: about a minute on a 2-core CPU (docs/calibrate.md has the measured split). Per suite, the
+# seconds its refinements may fill beyond what the fit needs; collectives take a fixed ~8 s apart.
+QUICK = Budget(warmup=2, min_reps=5, max_reps=30, min_time_s=0.1,
+               suite_s=(("matmul", 12.0), ("attention", 8.0), ("memory", 4.0), ("overhead", 6.0), ("host_copy", 6.0)),
+               item_s=0.5)
 FULL = Budget(warmup=3, min_reps=7, max_reps=100, min_time_s=0.25)
 
 

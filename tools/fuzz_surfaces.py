@@ -111,8 +111,9 @@ def touched(before: dict, after: dict, outputs: set[str], new_outputs: tuple[str
     return out
 
 
-def _fake_measure(specs, store, progress=None) -> int:
-    """calibrate's measure with made-up rows: the file handling runs, not the minutes of timing."""
+def _fake_measure(specs, store, progress=None, budget=None, left_out=None) -> int:
+    """calibrate's measure with made-up rows: the file handling runs, not the minutes of timing (every
+    spec, the optional ones of a quick sweep too)."""
     from calibrate.store import Row
 
     n = 0

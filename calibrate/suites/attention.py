@@ -25,12 +25,15 @@ head_dim = 1024, so the FLOP per call is the same); the profile's
 
 from __future__ import annotations
 
-from calibrate.suites import Spec, params
+from dataclasses import replace
+
+from calibrate.suites import Spec, params, parse_params, rank
 from calibrate.suites.matmul import ROTATION_BYTES
 from calibrate.timing import Budget, Clock, median_time
 
 HEADS, KV_HEADS, HEAD_DIM = 16, 4, 64
 WIDTH = HEADS * HEAD_DIM  # query width kept across head widths
+PER_PAIR = 4.0 * HEADS * HEAD_DIM  # FLOP per (query, key) pair, as the twin counts them
 HEAD_DIMS = {"cpu": (32, 64, 128), "cuda": (64, 128)}
 
 
@@ -54,28 +57,52 @@ def cases(device: str, quick: bool):
 def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
     dtype = "fp32" if device == "cpu" else "bf16"
     prefill, decode = cases(device, quick)
-    per_pair = 4.0 * HEADS * HEAD_DIM
     out = []
     for d in HEAD_DIMS["cuda" if device.startswith("cuda") else "cpu"]:
-        heads, kv_heads = WIDTH // d, WIDTH // d // (HEADS // KV_HEADS)
-        tag = "" if d == HEAD_DIM else f",d={d}"  # keys of 64-wide heads as before (resume)
         for b, s in prefill:
-            out.append(Spec(key=f"attention/{dtype}/prefill/b={b},s={s}{tag}", suite="attention", op="prefill",
-                            dtype=dtype, size=per_pair * b * s * (s + 1) / 2,
-                            params=params(batch=b, seq=s, head_dim=d),
-                            measure=_measure(device, dtype, b, s, s, budget, clock, heads, kv_heads, d)))
-            out.append(Spec(key=f"attention/{dtype}/backward/b={b},s={s}{tag}", suite="attention", op="backward",
-                            dtype=dtype, size=2 * per_pair * b * s * (s + 1) / 2,
-                            params=params(batch=b, seq=s, head_dim=d),
-                            measure=_measure_backward(device, dtype, b, s, budget, clock, heads, kv_heads, d)))
+            out += _prefill(device, dtype, b, s, d, budget, clock)
         for b, kv in decode:
-            kv_bytes = 2 * b * kv_heads * kv * d * (4 if dtype == "fp32" else 2)
-            out.append(Spec(key=f"attention/{dtype}/decode/b={b},kv={kv}{tag}", suite="attention", op="decode",
-                            dtype=dtype, size=per_pair * b * kv,
-                            params=params(batch=b, kv_len=kv, kv_bytes=kv_bytes, head_dim=d),
-                            measure=_measure(device, dtype, b, 1, kv, budget, clock, heads, kv_heads, d,
-                                             cold_kv=True)))
-    return out
+            out.append(_decode(device, dtype, b, kv, d, budget, clock))
+    if not quick:
+        return out
+    # Quick: the fits need, at 64-wide heads, each list's two ends and middle (the curves' ends and
+    # bend) and, at the other widths, the middle prefill (and its backward) and decode (the
+    # by-head-width curve is a median of ratios over calls measured at several widths); the other
+    # calls are optional, 64-wide first, coarse to fine.
+    r_p, r_d = rank(prefill), rank(decode)
+
+    def order(spec):
+        p = parse_params(spec.params)
+        case = (p["batch"], p["seq"]) if "seq" in p else (p["batch"], p["kv_len"])
+        r = (r_p if "seq" in p else r_d)[tuple(int(x) for x in case)]
+        other = p["head_dim"] != HEAD_DIM
+        essential = r == 2 if other else r < 3
+        return not essential, other, r
+
+    return [replace(s, optional=order(s)[0]) for s in sorted(out, key=order)]
+
+
+def _prefill(device, dtype, b, s, d, budget, clock) -> list[Spec]:
+    """A causal prefill of ``b`` sequences of ``s`` tokens at heads ``d`` wide, and its backward."""
+    heads, kv_heads = WIDTH // d, WIDTH // d // (HEADS // KV_HEADS)
+    tag = "" if d == HEAD_DIM else f",d={d}"  # keys of 64-wide heads as before (resume)
+    flop = PER_PAIR * b * s * (s + 1) / 2
+    return [Spec(key=f"attention/{dtype}/prefill/b={b},s={s}{tag}", suite="attention", op="prefill",
+                 dtype=dtype, size=flop, params=params(batch=b, seq=s, head_dim=d),
+                 measure=_measure(device, dtype, b, s, s, budget, clock, heads, kv_heads, d)),
+            Spec(key=f"attention/{dtype}/backward/b={b},s={s}{tag}", suite="attention", op="backward",
+                 dtype=dtype, size=2 * flop, params=params(batch=b, seq=s, head_dim=d),
+                 measure=_measure_backward(device, dtype, b, s, budget, clock, heads, kv_heads, d))]
+
+
+def _decode(device, dtype, b, kv, d, budget, clock) -> Spec:
+    """One query per sequence of ``b`` over a KV cache of ``kv`` positions, heads ``d`` wide."""
+    heads, kv_heads = WIDTH // d, WIDTH // d // (HEADS // KV_HEADS)
+    tag = "" if d == HEAD_DIM else f",d={d}"
+    kv_bytes = 2 * b * kv_heads * kv * d * (4 if dtype == "fp32" else 2)
+    return Spec(key=f"attention/{dtype}/decode/b={b},kv={kv}{tag}", suite="attention", op="decode",
+                dtype=dtype, size=PER_PAIR * b * kv, params=params(batch=b, kv_len=kv, kv_bytes=kv_bytes, head_dim=d),
+                measure=_measure(device, dtype, b, 1, kv, budget, clock, heads, kv_heads, d, cold_kv=True))
 
 
 def _measure(device, dtype, b, q_len, kv_len, budget, clock, heads=HEADS, kv_heads=KV_HEADS, head_dim=HEAD_DIM,

@@ -13,11 +13,15 @@ runs from cache, and at small token counts (decode) that overstates the rate in 
 
 from __future__ import annotations
 
-from calibrate.suites import Spec, params
+import itertools
+
+from calibrate.suites import Spec, params, rank
 from calibrate.timing import Budget, Clock, median_time
 
 CPU_DTYPES = ("fp32", "bf16")
 CUDA_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
+# The dtype whose GEMMs give the profile's efficiency curves (every other dtype: its peak only).
+PRIMARY_DTYPE = {"cpu": "fp32", "cuda": "bf16"}
 
 
 # Bytes of weight matrices each GEMM rotates through: beyond the LLC of a server CPU
@@ -59,6 +63,8 @@ def fp8_supported() -> bool:
 def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
     dtypes = CPU_DTYPES if device == "cpu" else tuple(d for d in CUDA_DTYPES if d != "fp8" or fp8_supported())
     hiddens, tokens = sizes(device, quick)
+    if quick:
+        return _quick(device, dtypes, hiddens, tokens, budget, clock)
     out = []
     for dtype in dtypes:
         for h in hiddens:
@@ -66,11 +72,51 @@ def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
                 for name, mm, k, n in shapes(h, m):
                     if dtype == "fp8" and min(mm, k, n) < 16:
                         continue  # fp8 GEMMs need dimensions that are multiples of 16
-                    out.append(Spec(
-                        key=f"matmul/{dtype}/{name}/m={mm},k={k},n={n}", suite="matmul", op=name,
-                        dtype=dtype, size=2.0 * mm * k * n, params=params(m=mm, k=k, n=n, hidden=h),
-                        measure=_measure(device, dtype, mm, k, n, budget, clock)))
+                    out.append(_spec(device, dtype, name, mm, k, n, h, budget, clock))
     return out
+
+
+def _quick(device, dtypes, hiddens, tokens, budget, clock) -> list[Spec]:
+    """The quick sweep, what the profile needs first.
+
+    The primary dtype (:data:`PRIMARY_DTYPE`) alone gives the efficiency curves: its grid's
+    hidden sizes and token counts each at their ends and middle are needed (the by-tokens curve
+    takes three token counts); the rest of its grid is optional, coarse to fine. Every other
+    dtype gives only its ``peak_flops`` entry, the best rate measured: it is measured at the
+    largest token count only (where GEMMs run at their best), its smallest GEMM needed, the others
+    optional from the largest down, the dtypes taking turns, so that the item budget leaves out the
+    GEMMs a dtype without native units would spend seconds on (bf16 on a CPU without bf16
+    instructions: 0.4-2.8 GFLOP/s against fp32's 130 here).
+    """
+    primary = PRIMARY_DTYPE[device]
+    r_h, r_m = rank(hiddens), rank(tokens)
+    grid = sorted(((h, m) for h in hiddens for m in tokens),
+                  key=lambda hm: (max(r_h[hm[0]], r_m[hm[1]]), r_h[hm[0]] + r_m[hm[1]], r_h[hm[0]]))
+    needed, refine = [], []
+    for h, m in grid:
+        essential = r_h[h] < 3 and r_m[m] < 3
+        for name, mm, k, n in shapes(h, m):
+            (needed if essential else refine).append(_spec(device, primary, name, mm, k, n, h, budget, clock,
+                                                           optional=not essential))
+    peaks = []
+    for dtype in dtypes:
+        if dtype == primary:
+            continue
+        rows = sorted(((2.0 * mm * k * n, name, mm, k, n, h) for h in hiddens
+                       for name, mm, k, n in shapes(h, tokens[-1]) if dtype != "fp8" or min(mm, k, n) >= 16))
+        if rows:
+            _, name, mm, k, n, h = rows[0]
+            needed.append(_spec(device, dtype, name, mm, k, n, h, budget, clock))
+            peaks.append([_spec(device, dtype, name, mm, k, n, h, budget, clock, optional=True)
+                          for _, name, mm, k, n, h in reversed(rows[1:])])
+    turns = [spec for turn in itertools.zip_longest(*peaks) for spec in turn if spec is not None]
+    return needed + turns + refine
+
+
+def _spec(device, dtype, name, mm, k, n, h, budget, clock, optional=False) -> Spec:
+    return Spec(key=f"matmul/{dtype}/{name}/m={mm},k={k},n={n}", suite="matmul", op=name, dtype=dtype,
+                size=2.0 * mm * k * n, params=params(m=mm, k=k, n=n, hidden=h),
+                measure=_measure(device, dtype, mm, k, n, budget, clock), optional=optional)
 
 
 def _measure(device, dtype, m, k, n, budget, clock):

@@ -28,7 +28,9 @@ Element-wise kernels are not all alike on a CPU, so three more classes are measu
 
 from __future__ import annotations
 
-from calibrate.suites import Spec, params
+from dataclasses import replace
+
+from calibrate.suites import Spec, params, parse_params, rank
 from calibrate.timing import Budget, Clock, median_time
 
 
@@ -69,7 +71,19 @@ def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
             out.append(Spec(key=f"memory/elementwise_{cls}/bytes={nbytes}", suite="memory", op=f"elementwise_{cls}",
                             dtype="fp32", size=CLASS_BYTES[cls] * nbytes, params=params(tensor_bytes=nbytes),
                             measure=_elementwise_class(device, cls, nbytes, budget, clock)))
-    return out
+    if not quick:
+        return out
+    # Quick: every copy (a few ms in all) and each element-wise curve at its two ends and middle size
+    # are needed; the element-wise kernels' other sizes are optional, coarse to fine.
+    r = rank(elementwise_sizes(device, quick))
+
+    def order(spec):
+        if spec.op == "copy":
+            return False, -1
+        level = r[int(parse_params(spec.params)["tensor_bytes"])]
+        return level >= 3, level
+
+    return [replace(s, optional=order(s)[0]) for s in sorted(out, key=order)]
 
 
 ELEMENTWISE_CLASSES = ("unary", "softmax", "sample", "rotary")

@@ -10,7 +10,7 @@ it is the floor of dispatch without any Python around it.
 
 from __future__ import annotations
 
-from calibrate.suites import Spec, params
+from calibrate.suites import Spec, coarse_to_fine, params
 from calibrate.timing import Budget, Clock, median_time
 
 LAYERS = (1, 2, 4, 8)
@@ -30,10 +30,12 @@ def plan(device: str, quick: bool, budget: Budget, clock: Clock) -> list[Spec]:
     from calibrate.probe.hf import available
 
     if available():  # transformers' generate, as TRL runs it without vLLM (twin: engine hf_generate)
-        for layers in LAYERS:
+        # quick: its line needs two layer counts (1 and 8, the ends); the others are optional
+        needed = coarse_to_fine(LAYERS)[:2] if quick else LAYERS
+        for layers in sorted(LAYERS, key=lambda n: n not in needed):
             out.append(Spec(key=f"overhead/hf_generate_step/layers={layers}", suite="overhead",
                             op="hf_generate_step", dtype="fp32", size=float(layers), params=params(layers=layers),
-                            measure=hf_generate_step(device, layers, budget, clock)))
+                            measure=hf_generate_step(device, layers, budget, clock), optional=layers not in needed))
     return out
 
 

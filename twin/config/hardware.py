@@ -100,6 +100,11 @@ class Provenance(Strict):
     cuda: str | None = None
     nccl: str | None = None
     host: str | None = None
+    not_measured: list[str] | None = Field(
+        default=None,
+        description=("Calibrated profiles: what the calibration left out of the full sweep (a quick sweep, or "
+                     "suites left out with --only), and where the profile's figures come from instead."),
+    )
 
 
 class EfficiencyCurve(Strict):
