@@ -16,7 +16,10 @@ with two more seeds. Then:
   against simulation in the pool, and with ``--profile N`` a cProfile of N candidates
   simulated in this process.
 
-Usage: ``python benchmarks/plan.py [--workers W] [--sample 5] [--profile N] [--no-ray]``.
+Usage: ``python benchmarks/plan.py [--workers W] [--sample 5] [--profile N] [--no-ray]``;
+``--ray-scaling N`` (a plan of about N candidates on a local Ray of 1 CPU, then of W CPUs: the
+speedup) and ``--parent-cost N`` (the parent's serial generate and prune for about N
+candidates, e.g. 100,000) each measure only that.
 The last line is ``candidates=N wall_s=W candidates_per_s=C per_candidate_vs_cli=R
 ray_local_vs_pool=Q``.
 """
@@ -57,7 +60,7 @@ def _plan(executor: str, workers: int):
 def _timed_phases() -> dict[str, float]:
     """Wrap the planner's serial parent-side phases with timers (this script only)."""
     spent = {"generate": 0.0, "prune": 0.0}
-    for name, key in (("_generate", "generate"), ("_prune", "prune")):
+    for name, key in (("_generate", "generate"), ("_prune_on", "prune")):
         real = getattr(planner, name)
 
         def timed(*args, _real=real, _key=key, **kwargs):
@@ -111,13 +114,56 @@ def _profile(n: int) -> None:
     print(out.getvalue())
 
 
+def _ray_scaling(workers: int, candidates: int) -> None:
+    """The same plan (``candidates`` of the space above: fewer --vary values) on a local Ray of
+    1 CPU and of ``workers`` CPUs, Ray's start and shutdown included: throughput per CPU."""
+    vary = [f"algorithm.prompts_per_step={','.join(str(16 * (k + 1)) for k in range(max(1, candidates // 200)))}"]
+    rates = {}
+    for cpus in sorted({1, workers}):
+        t = time.perf_counter()
+        result = planner.plan_budget(SCENARIO, SET, gpus=GPUS, max_staleness=MAX_STALENESS, vary=vary, top=10,
+                                     workers=cpus, executor="ray")
+        wall = time.perf_counter() - t
+        rates[cpus] = result.simulations / wall
+        print(f"ray local, {cpus} CPU(s): {result.simulations} simulations in {wall:.1f} s, "
+              f"{rates[cpus]:.1f}/s", flush=True)
+    print(f"ray_scaling workers={workers} speedup={rates[workers] / rates[1]:.2f} (linear: {workers})")
+
+
+def _parent_cost(size: int) -> None:
+    """What the planner's parent does alone for a space of about ``size`` candidates (generate
+    and prune; no simulation): the serial part a cluster of any size cannot spread."""
+    scenario, base = planner._base(SCENARIO, SET)
+    per_combo = len(planner._generate(base, scenario, [{}], GPUS, MAX_STALENESS))
+    values = max(1, size // per_combo)
+    combos = [{"algorithm.prompts_per_step": 8 * (k + 1)} for k in range(values)]
+    t = time.perf_counter()
+    cands = planner._generate(base, scenario, combos, GPUS, MAX_STALENESS)
+    generated = time.perf_counter() - t
+    t = time.perf_counter()
+    feasible, _, _ = planner._prune(base, cands)
+    pruned = time.perf_counter() - t
+    print(f"parent_cost candidates={len(cands)} generate_s={generated:.1f} prune_s={pruned:.1f} "
+          f"feasible={len(feasible)} per_candidate_ms={(generated + pruned) / len(cands) * 1000:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--sample", type=int, default=5, help="candidates timed as twin run processes")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="also cProfile N candidates in-process")
     ap.add_argument("--no-ray", action="store_true", help="skip the Ray comparison")
+    ap.add_argument("--ray-scaling", type=int, metavar="N", help="only: a plan of about N candidates on a local "
+                    "Ray of 1 CPU and of --workers CPUs; prints the speedup")
+    ap.add_argument("--parent-cost", type=int, metavar="N", help="only: the parent's generate and prune for "
+                    "a space of about N candidates (e.g. 100000)")
     args = ap.parse_args()
+    if args.ray_scaling:
+        _ray_scaling(args.workers, args.ray_scaling)
+        return
+    if args.parent_cost:
+        _parent_cost(args.parent_cost)
+        return
 
     if args.profile:
         _profile(args.profile)

@@ -70,6 +70,18 @@ def test_an_engine_wider_than_the_model_heads_is_pruned_not_simulated(capsys):
     assert f"{data['evaluated']} of {data['evaluated']}," in captured.err
 
 
+def test_a_large_space_is_pruned_in_blocks_on_the_executor_with_the_same_answer():
+    scenario, base = planner._base("grpo-8b-disaggregated", {"model": "llama-3.1-70b"})
+    combos = [{"algorithm.prompts_per_step": 16 * (k + 1)} for k in range(5)]
+    candidates = planner._generate(base, scenario, combos, 64, 1)
+    assert len(candidates) > 2 * planner.PRUNE_BLOCK  # several blocks, one not full
+    serial = planner._prune(base, candidates)
+    blocked = planner._prune_on(executors.LocalExecutor(workers=2), base, candidates)
+    assert [c.index for c in blocked[0]] == [c.index for c in serial[0]]
+    assert blocked[1:] == serial[1:]
+    assert serial[1]["memory"] > 0 and serial[0]  # both kinds of answer are in it
+
+
 def test_a_memory_misfit_is_pruned_and_a_budget_nothing_fits_is_bad_input():
     scenario, base = planner._base("grpo-8b-disaggregated", {"model": "llama-3.1-70b"})
     candidates = planner._generate(base, scenario, [{}], 16, 0)
@@ -156,8 +168,11 @@ class _Counting(executors.LocalExecutor):
         super().__init__(workers=1)
         self.ran, self.stop_after = 0, stop_after
 
-    def imap(self, scenarios):
-        for item in super().imap(scenarios):
+    def imap(self, scenarios, fn=runner.report_data):
+        if fn is not runner.report_data:  # pruning, not simulating
+            yield from super().imap(scenarios, fn)
+            return
+        for item in super().imap(scenarios, fn):
             if self.stop_after is not None and self.ran >= self.stop_after:
                 raise KeyboardInterrupt
             self.ran += 1
@@ -209,8 +224,8 @@ def test_a_checkpoint_of_another_scenario_is_refused(tmp_path, capsys):
 def test_ctrl_c_prints_the_best_so_far_and_exits_130(monkeypatch, capsys):
     real = executors.LocalExecutor.imap
 
-    def interrupted(self, scenarios):
-        for n, item in enumerate(real(self, scenarios)):
+    def interrupted(self, scenarios, fn=runner.report_data):
+        for n, item in enumerate(real(self, scenarios, fn)):
             if n == 2:
                 raise KeyboardInterrupt
             yield item

@@ -25,6 +25,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -53,17 +54,19 @@ class Executor:
 
     name = "executor"
 
-    def imap(self, scenarios: Sequence[dict]) -> Iterator[tuple[int, ReportData | InputError]]:
-        """(index, report or the InputError) for each scenario, as they finish."""
+    def imap(self, scenarios: Sequence[dict], fn: Callable = runner.report_data) -> Iterator[tuple[int, Any]]:
+        """(index, report or the InputError) for each scenario, as they finish; with ``fn`` (a
+        module-level function, so that any process can import it), ``fn(item)`` of each item."""
         raise NotImplementedError
 
     def map(self, scenarios: Sequence[dict], progress: Tick | None = None,
-            on_result: Callable[[int, ReportData | InputError], None] | None = None) -> list[ReportData | InputError]:
+            on_result: Callable[[int, ReportData | InputError], None] | None = None,
+            fn: Callable = runner.report_data) -> list:
         """Report data (or the InputError) for each scenario, in the order given, whatever
-        order they finish in. ``on_result(index, result)`` and ``progress(done, total)`` are
-        called as each one finishes."""
+        order they finish in (``fn(item)`` of each item with ``fn``). ``on_result(index,
+        result)`` and ``progress(done, total)`` are called as each one finishes."""
         out: list = [None] * len(scenarios)
-        results = self.imap(scenarios)
+        results = self.imap(scenarios, fn)
         try:  # closed at once on a Ctrl-C in a callback too: the pool's workers stop now
             for done, (i, result) in enumerate(results, 1):
                 out[i] = result
@@ -89,12 +92,12 @@ class LocalExecutor(Executor):
     def __init__(self, workers: int | None = None) -> None:
         self.workers = workers
 
-    def imap(self, scenarios):
+    def imap(self, scenarios, fn=runner.report_data):
         scenarios = list(scenarios)
         workers = self.workers if self.workers is not None else min(len(scenarios), os.cpu_count() or 1)
         if workers <= 1 or len(scenarios) <= 1:
             for i, data in enumerate(scenarios):
-                yield i, runner.report_data(data)
+                yield i, fn(data)
             return
         # Workers ignore Ctrl-C: the parent stops handing out candidates and reports what it has.
         # Made with the stop signals blocked, so that no worker meets one before it ignores it.
@@ -105,7 +108,7 @@ class LocalExecutor(Executor):
             signal.pthread_sigmask(signal.SIG_SETMASK, before)
         finished = False
         try:
-            yield from enumerate(pool.imap(runner.report_data, scenarios))
+            yield from enumerate(pool.imap(fn, scenarios))
             finished = True
         finally:
             if finished:
@@ -145,11 +148,13 @@ class RayExecutor(Executor):
                                  allowed="the address of a running Ray head (ray start --head prints it: "
                                  "HOST:6379 or ray://HOST:10001), or no --ray-address for a local Ray") from None
             self._started = True
-        self._task = ray.remote(num_cpus=1)(runner.report_data)
+        self._tasks: dict[Callable, Any] = {}
 
-    def imap(self, scenarios):
+    def imap(self, scenarios, fn=runner.report_data):
         ray = self._ray
-        refs = [self._task.remote(data) for data in scenarios]
+        if fn not in self._tasks:
+            self._tasks[fn] = ray.remote(num_cpus=1)(fn)
+        refs = [self._tasks[fn].remote(data) for data in scenarios]
         index = {ref: i for i, ref in enumerate(refs)}
         pending = list(refs)
         try:

@@ -543,14 +543,14 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
 
     scenario_obj, base = _base(scenario, overrides)
     base = pin_lr_batch(base)
-    candidates, feasible, pruned, examples = _feasible_candidates(base, scenario_obj, axes, gpus, max_staleness)
 
     steps = scenario_obj.run.steps
     owned = not isinstance(executor, executors.Executor)  # one handed in is closed by its owner
     ex = executors.make(executor, workers=workers, ray_address=ray_address)
     try:
+        candidates, feasible, pruned, examples = _feasible_candidates(base, scenario_obj, axes, gpus, max_staleness, ex)
         journal = executors.Journal(resume, executors.scenario_hash(base), "plan") if resume else None
-    except InputError:
+    except (InputError, KeyboardInterrupt):
         if owned:
             ex.close()
         raise
@@ -586,10 +586,12 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
         best_scenario=best_data)
 
 
-def _feasible_candidates(base: dict, scenario_obj, axes: dict, gpus: int, max_staleness: int):
+def _feasible_candidates(base: dict, scenario_obj, axes: dict, gpus: int, max_staleness: int,
+                         ex: executors.Executor | None = None):
     """Every candidate of the search (each combination of the ``--vary`` axes, mode, engine tp,
-    split), and those left after pruning: (candidates, feasible, pruned counts, an example of
-    each reason). Raises InputError when there are too many, or none fits."""
+    split), and those left after pruning (on ``ex`` in blocks when there are many): (candidates,
+    feasible, pruned counts, an example of each reason). Raises InputError when there are too
+    many, or none fits."""
     if math.prod(len(v) for v in axes.values()) > MAX_CANDIDATES:
         raise InputError("more combinations of --vary values than the planner searches", field="--vary",
                          value=math.prod(len(v) for v in axes.values()), allowed=f"at most {MAX_CANDIDATES:,}")
@@ -600,7 +602,7 @@ def _feasible_candidates(base: dict, scenario_obj, axes: dict, gpus: int, max_st
                          field="--vary" if axes else "--max-staleness", value=len(candidates),
                          allowed=f"at most {MAX_CANDIDATES:,}: fewer --vary values or a lower --max-staleness")
     _check_vary(base, candidates[0] if candidates else None, axes)
-    feasible, pruned, examples = _prune(base, candidates)
+    feasible, pruned, examples = _prune_on(ex, base, candidates)
     if not feasible:
         raise _no_fit(gpus, pruned, examples, len(candidates))
     return candidates, feasible, pruned, examples
@@ -661,6 +663,36 @@ def _check_vary(base: dict, first: Candidate | None, axes: dict[str, list]) -> N
                 if f and (f == path or f.startswith(path + ".") or path.startswith(f + ".")):
                     raise InputError(exc.problem, field=f"--vary {path}", value=value,
                                      allowed=exc.allowed) from None
+
+
+# Pruning validates each candidate's scenario and checks its memory: ~1.6 ms each, serial in
+# the parent it was 161 s of a 100,000-candidate plan (benchmarks/plan.py --parent-cost). Beyond
+# one block the blocks go to the executor, whose workers prune them as they simulate.
+PRUNE_BLOCK = 256
+
+
+def _prune_on(ex: executors.Executor | None, base: dict, candidates: list[Candidate]):
+    """:func:`_prune` of ``candidates``, in blocks of PRUNE_BLOCK on ``ex`` when there are more
+    than one block's: the same feasible list in the same order, the same counts and examples
+    (each reason's first, in candidate order)."""
+    if ex is None or len(candidates) <= PRUNE_BLOCK:
+        return _prune(base, candidates)
+    blocks = [(base, candidates[i:i + PRUNE_BLOCK]) for i in range(0, len(candidates), PRUNE_BLOCK)]
+    feasible: list[Candidate] = []
+    pruned = {k: 0 for k in PRUNE_REASONS}
+    examples: dict[str, str] = {}
+    for kept, counts, first in ex.map(blocks, fn=_prune_block):
+        feasible += kept
+        for reason, n in counts.items():
+            pruned[reason] += n
+        for reason, message in first.items():
+            examples.setdefault(reason, message)
+    return feasible, pruned, examples
+
+
+def _prune_block(block: tuple[dict, list[Candidate]]):
+    """One block of :func:`_prune_on` (a module-level function: any worker process imports it)."""
+    return _prune(*block)
 
 
 def _prune(base: dict, candidates: list[Candidate]) -> tuple[list[Candidate], dict[str, int], dict[str, str]]:
