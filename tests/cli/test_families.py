@@ -25,3 +25,18 @@ def test_a_run_loads_neither_the_importers_nor_the_planner():
             " 'twin.validation', 'twin.cli.inputs', 'twin.cli.studies'))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_version_loads_no_scenario_model_and_no_kernel():
+    code = ("import io, contextlib, sys\n"
+            "from twin.cli.entry import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try:\n"
+            "        main(['--version'])\n"
+            "    except SystemExit:\n"
+            "        pass\n"
+            "assert out.getvalue().startswith('twin (rltwin) '), out.getvalue()\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('twin.config', 'twin.cli.common', 'numba',"
+            " 'networkx', 'pydantic'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

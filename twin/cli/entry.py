@@ -23,11 +23,14 @@ import errno
 import importlib
 import signal
 import sys
+from typing import TYPE_CHECKING
 
-from twin.cli.common import Command
 from twin.cli.streams import StdoutFailed, guarded_stdout, say, silence_stdout
 from twin.errors import InputError
 from twin.output import stop_signals
+
+if TYPE_CHECKING:  # twin.cli.common loads the scenario models: `twin --version` needs none of it
+    from twin.cli.common import Command
 
 EPILOG = """\
 examples:
