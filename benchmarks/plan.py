@@ -18,8 +18,10 @@ with two more seeds. Then:
 
 Usage: ``python benchmarks/plan.py [--workers W] [--sample 5] [--profile N] [--no-ray]``;
 ``--ray-scaling N`` (a plan of about N candidates on a local Ray of 1 CPU, then of W CPUs: the
-speedup) and ``--parent-cost N`` (the parent's serial generate and prune for about N
-candidates, e.g. 100,000) each measure only that.
+speedup), ``--parent-cost N`` (the parent's serial generate and prune for about N
+candidates, e.g. 100,000) and ``--scale N`` (a plan of about N candidates on the pool: wall
+time and the parent's peak memory) and ``--ray-driver N`` (N no-op tasks through the Ray
+executor's window and all at once: the driver's own cost) each measure only that.
 The last line is ``candidates=N wall_s=W candidates_per_s=C per_candidate_vs_cli=R
 ray_local_vs_pool=Q``.
 """
@@ -31,6 +33,7 @@ import cProfile
 import io
 import os
 import pstats
+import resource
 import subprocess
 import sys
 import tempfile
@@ -130,6 +133,54 @@ def _ray_scaling(workers: int, candidates: int) -> None:
     print(f"ray_scaling workers={workers} speedup={rates[workers] / rates[1]:.2f} (linear: {workers})")
 
 
+def _scale(workers: int, candidates: int) -> None:
+    """A plan of about ``candidates`` (the space above times more --vary values) on the local
+    pool: its wall time and the parent's peak memory, which must not grow with the plan (a rung
+    holds a score per candidate and the top reports only; scenarios are built as workers take them)."""
+    vary = [f"algorithm.prompts_per_step={','.join(str(8 * (k + 1)) for k in range(max(1, candidates // 200)))}"]
+    t = time.perf_counter()
+    result = planner.plan_budget(SCENARIO, SET, gpus=GPUS, max_staleness=MAX_STALENESS, vary=vary, top=10,
+                                 workers=workers)
+    wall = time.perf_counter() - t
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"scale candidates={result.candidates_total} simulations={result.simulations} wall_s={wall:.1f} "
+          f"candidates_per_s={result.candidates_total / wall:.1f} parent_peak_rss_mb={peak:.0f}")
+
+
+def _echo(data: dict) -> int:
+    """A task that does nothing: what the driver's own bookkeeping costs per task."""
+    return data["n"]
+
+
+def _ray_driver(workers: int, tasks: int) -> None:
+    """``tasks`` no-op tasks on a local Ray, through the executor's windowed ``imap`` and, in the
+    same run, submitted all at once and waited for one at a time (the executor before the
+    window): the driver's cost per task, which the window keeps flat as a plan grows."""
+    import ray
+
+    from twin.studies import executors
+
+    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        ex = executors.RayExecutor()
+        jobs = [{"n": k} for k in range(tasks)]
+        ex.map(jobs[:100], fn=_echo)  # workers started before timing
+        t = time.perf_counter()
+        assert ex.map(jobs, fn=_echo) == list(range(tasks))
+        windowed = time.perf_counter() - t
+        task = ray.remote(num_cpus=1)(_echo)
+        t = time.perf_counter()
+        pending = [task.remote(data) for data in jobs]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            ray.get(ready)
+        all_at_once = time.perf_counter() - t
+    finally:
+        ray.shutdown()
+    print(f"ray_driver tasks={tasks} windowed_s={windowed:.1f} all_at_once_s={all_at_once:.1f} "
+          f"ratio={all_at_once / windowed:.2f}")
+
+
 def _parent_cost(size: int) -> None:
     """What the planner's parent does alone for a space of about ``size`` candidates (generate
     and prune; no simulation): the serial part a cluster of any size cannot spread."""
@@ -157,7 +208,17 @@ def main() -> None:
                     "Ray of 1 CPU and of --workers CPUs; prints the speedup")
     ap.add_argument("--parent-cost", type=int, metavar="N", help="only: the parent's generate and prune for "
                     "a space of about N candidates (e.g. 100000)")
+    ap.add_argument("--scale", type=int, metavar="N", help="only: a plan of about N candidates on the pool; "
+                    "prints its wall time and the parent's peak memory")
+    ap.add_argument("--ray-driver", type=int, metavar="N", help="only: N no-op tasks through the Ray "
+                    "executor's window and all at once; prints the driver's time for each")
     args = ap.parse_args()
+    if args.ray_driver:
+        _ray_driver(args.workers, args.ray_driver)
+        return
+    if args.scale:
+        _scale(args.workers, args.scale)
+        return
     if args.ray_scaling:
         _ray_scaling(args.workers, args.ray_scaling)
         return

@@ -4,6 +4,7 @@ and refuses another scenario's or command's file."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import pytest
 
@@ -67,3 +68,88 @@ def test_simulate_many_returns_input_errors_in_place():
     bad = {**good, "placement": {**good["placement"], "rollout": {**good["placement"]["rollout"], "gpus": 7, "tp": 2}}}
     out = executors.simulate_many([good, bad], workers=1)
     assert isinstance(out[0], ReportData) and isinstance(out[1], InputError)
+
+
+class _Built(Sequence):
+    """A lazy sequence of scenarios that records which items were built, and when."""
+
+    def __init__(self, items: list[dict]) -> None:
+        self.items, self.built = items, []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i):
+        item = self.items[i]  # IndexError past the end: how iteration over a Sequence stops
+        self.built.append(i)
+        return item
+
+
+def _small_jobs(n: int) -> list[dict]:
+    base = runner.load("grpo-8b-disaggregated", {"run.steps": 2, "algorithm.prompts_per_step": 16}).model_dump(mode="json")
+    return [{**base, "run": {**base["run"], "seed": k}} for k in range(n)]
+
+
+def test_map_without_storing_hands_each_result_over_once_and_keeps_none():
+    jobs = _Built(_small_jobs(4))
+    seen = {}
+    out = executors.LocalExecutor(workers=2).map(jobs, on_result=seen.__setitem__, store=False)
+    assert out == [] and sorted(seen) == [0, 1, 2, 3]
+    assert sorted(jobs.built) == [0, 1, 2, 3]  # each scenario built once, as a worker took it
+    assert all(isinstance(r, ReportData) for r in seen.values())
+
+
+class _FakeRay:
+    """Enough of Ray's API for RayExecutor.imap: tasks finish in reverse order of submission,
+    and the most tasks ever in flight is recorded."""
+
+    def __init__(self, cpus: int) -> None:
+        self.cpus, self.in_flight, self.most, self.waited_over = cpus, [], 0, []
+
+    def cluster_resources(self):
+        return {"CPU": float(self.cpus)}
+
+    def remote(self, num_cpus):
+        fake = self
+
+        class Task:
+            def __init__(self, fn):
+                self.fn = fn
+
+            def remote(self, data):
+                ref = ("ref", len(fake.waited_over), id(data), data["n"])
+                fake.in_flight.append((ref, self.fn(data)))
+                fake.most = max(fake.most, len(fake.in_flight))
+                return ref
+
+        return Task
+
+    def wait(self, refs, num_returns):
+        self.waited_over.append(len(refs))
+        ref, _ = self.in_flight[-1]
+        assert ref in refs
+        return [ref], [r for r in refs if r != ref]
+
+    def get(self, ref):
+        for i, (r, value) in enumerate(self.in_flight):
+            if r == ref:
+                del self.in_flight[i]
+                return value
+        raise KeyError(ref)
+
+    def cancel(self, ref):
+        pass
+
+
+def _double(data: dict) -> int:
+    return 2 * data["n"]
+
+
+def test_ray_keeps_a_window_of_tasks_in_flight_and_results_come_back_by_index():
+    ex = object.__new__(executors.RayExecutor)
+    ex._ray, ex._started, ex._tasks = _FakeRay(cpus=2), False, {}
+    window = ex.window()
+    assert window == max(executors.WINDOW_MIN, 4 * 2)
+    out = ex.map([{"n": k} for k in range(200)], fn=_double)
+    assert out == [2 * k for k in range(200)]
+    assert ex._ray.most == window and max(ex._ray.waited_over) == window  # never the whole plan

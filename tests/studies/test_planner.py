@@ -4,9 +4,13 @@ cannot run without simulating it, gives the same answer twice, and refuses bad i
 from __future__ import annotations
 
 import json
+import math
+from types import SimpleNamespace
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import twin
 from twin import runner
@@ -344,3 +348,18 @@ def test_the_table_names_the_critical_path_share_and_the_staleness_cap(capsys):
     assert code == 0
     assert "binding link (critical-path share, load)" in out
     assert "staleness searched up to 1 (--max-staleness 1)" in out
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from([-math.inf, 0.0, 1.0, 2.5, 7.0]), min_size=0, max_size=40),
+       st.integers(0, 12))
+def test_a_rung_keeps_exactly_the_best_reports_the_full_sort_would(scores, keep):
+    # candidates' indices are not their positions: a rung holds a subset of the space
+    indices = [3 * k + 1 for k in range(len(scores))][::-1]
+    cands = [SimpleNamespace(index=i) for i in indices]
+    rung = planner._Rung([None] * len(scores), [])
+    for position in range(len(scores)):
+        rung.add(position, indices[position], scores[position], f"report {position}", keep)
+    full = sorted(range(len(scores)), key=lambda p: (-scores[p], indices[p]))[:keep]
+    assert rung.ranked(cands) == [(cands[p], f"report {p}") for p in full]
+    assert rung.scores == scores and len(rung.best) == min(keep, len(scores))

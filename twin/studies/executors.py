@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -35,6 +36,7 @@ from twin.config.io import load_json
 from twin.errors import InputError
 
 EXECUTORS = ("local", "ray")
+WINDOW_MIN = 16  # Ray tasks in flight at least (RayExecutor.window)
 RAY_FIX = 'pip install ".[ray]" from a clone of rltwin'
 
 Tick = Callable[[int, int], None]  # (done, total)
@@ -61,15 +63,19 @@ class Executor:
 
     def map(self, scenarios: Sequence[dict], progress: Tick | None = None,
             on_result: Callable[[int, ReportData | InputError], None] | None = None,
-            fn: Callable = runner.report_data) -> list:
+            fn: Callable = runner.report_data, store: bool = True) -> list:
         """Report data (or the InputError) for each scenario, in the order given, whatever
         order they finish in (``fn(item)`` of each item with ``fn``). ``on_result(index,
-        result)`` and ``progress(done, total)`` are called as each one finishes."""
-        out: list = [None] * len(scenarios)
+        result)`` and ``progress(done, total)`` are called as each one finishes. With ``store``
+        False nothing is kept (an empty list comes back): a caller that reduces each result in
+        ``on_result`` holds one report at a time, not one per scenario. ``scenarios`` may be a
+        lazy sequence: each item is built only as it is handed to a worker."""
+        out: list = [None] * len(scenarios) if store else []
         results = self.imap(scenarios, fn)
         try:  # closed at once on a Ctrl-C in a callback too: the pool's workers stop now
             for done, (i, result) in enumerate(results, 1):
-                out[i] = result
+                if store:
+                    out[i] = result
                 if on_result is not None:
                     on_result(i, result)
                 if progress is not None:
@@ -93,7 +99,9 @@ class LocalExecutor(Executor):
         self.workers = workers
 
     def imap(self, scenarios, fn=runner.report_data):
-        scenarios = list(scenarios)
+        # A sequence stays as it is (a lazy one builds each item as the pool's feeder thread
+        # takes it, bounded by the pipe to the workers); only its length is needed here.
+        scenarios = scenarios if isinstance(scenarios, Sequence) else list(scenarios)
         workers = self.workers if self.workers is not None else min(len(scenarios), os.cpu_count() or 1)
         if workers <= 1 or len(scenarios) <= 1:
             for i, data in enumerate(scenarios):
@@ -151,20 +159,34 @@ class RayExecutor(Executor):
         self._tasks: dict[Callable, Any] = {}
 
     def imap(self, scenarios, fn=runner.report_data):
+        """At most :meth:`window` tasks in flight, a new one submitted as each finishes: the
+        object store holds a window's scenarios and results, not the whole plan's, and each
+        ``ray.wait`` scans the window only (over every pending task it made a plan of n
+        scenarios cost O(n²) in the driver)."""
         ray = self._ray
         if fn not in self._tasks:
             self._tasks[fn] = ray.remote(num_cpus=1)(fn)
-        refs = [self._tasks[fn].remote(data) for data in scenarios]
-        index = {ref: i for i, ref in enumerate(refs)}
-        pending = list(refs)
+        task, items = self._tasks[fn], iter(enumerate(scenarios))
+        window = self.window()
+        in_flight: dict[Any, int] = {}
         try:
-            while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
+            while True:
+                for i, data in itertools.islice(items, window - len(in_flight)):
+                    in_flight[task.remote(data)] = i
+                if not in_flight:
+                    return
+                ready, _ = ray.wait(list(in_flight), num_returns=1)
                 for ref in ready:
-                    yield index[ref], ray.get(ref)
+                    yield in_flight.pop(ref), ray.get(ref)
         finally:
-            for ref in pending:
+            for ref in in_flight:
                 ray.cancel(ref)
+
+    def window(self) -> int:
+        """Tasks kept in flight: four per CPU of the cluster (so none idles between two of its
+        tasks), at least WINDOW_MIN."""
+        cpus = int(self._ray.cluster_resources().get("CPU", 1))
+        return max(WINDOW_MIN, 4 * cpus)
 
     def close(self) -> None:
         if self._started:

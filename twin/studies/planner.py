@@ -21,6 +21,7 @@ docs/planner.md describes it for users.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import json
 import math
@@ -49,7 +50,11 @@ FIRST_RUNG_STEPS = 3       # successive halving: steps of the first (cheapest) r
 KEEP_FRACTION = 4          # each rung keeps the best quarter ...
 MIN_SURVIVORS = 8          # ... but never fewer than this (nor fewer than --top)
 MAX_SPLITS = 64            # rollout:trainer splits tried per engine size (evenly spaced beyond)
-MAX_CANDIDATES = 8192      # the whole space, before pruning
+# The whole space, before pruning. What bounds it is the parent's memory and serial work: every
+# candidate's overrides (~1.5 kB) and, per rung, one score each (the reports of the top only,
+# the scenarios built as workers take them); generating 100,000 takes 1.5 s, pruning them
+# ~80 CPU-seconds spread over the executor (benchmarks/plan.py --parent-cost 100000).
+MAX_CANDIDATES = 262_144
 MAX_STALENESS = 8          # --max-staleness
 ENGINE_TPS = (1, 2, 4, 8)
 NOISE_SEEDS = 2            # other seeds the top candidates are re-simulated with (twin.studies.noise)
@@ -556,16 +561,14 @@ def plan_budget(scenario=None, overrides: Mapping[str, object] | Sequence[str] |
         raise
     session = _Session(ex, journal, progress, objective, gpu_hour_price, base, owned)
     try:
-        reports, search, simulations = _search(session, feasible, steps, objective, gpu_hour_price, top,
-                                               pruned, examples)
-        ordered = sorted(reports, key=lambda cr: (-_score(cr[1], objective, gpu_hour_price)[0], cr[0].index))
-        shown = ordered[:top]
+        shown, search, simulations = _search(session, feasible, steps, objective, gpu_hour_price, top,
+                                             pruned, examples)
         noise = _noise(session, shown, scenario_obj.run.seed, objective)
     except KeyboardInterrupt:
         raise executors.Interrupted(session.best_so_far(), resume) from None
     finally:
         session.close()
-    if not reports:
+    if not shown:
         raise _no_fit(gpus, pruned, examples)
 
     simulations += NOISE_SEEDS * len(shown)
@@ -815,36 +818,61 @@ class _Session:
         """Each candidate's report at ``steps`` (None: the scenario's) and its seed in ``seeds``
         (None: the scenario's), in order; those in the checkpoint are not simulated again, the
         others are added to it."""
+        out: list = [None] * len(cands)
+        self._run(cands, steps, what, seeds, out.__setitem__)
+        return out
+
+    def screen(self, cands: list[Candidate], steps: int | None, what: str, keep: int) -> "_Rung":
+        """One rung: each candidate's score (or its InputError) at ``steps``, and the reports of
+        the ``keep`` best only (highest score, then lowest index), so that a rung of any size
+        holds a float per candidate and ``keep`` reports, not a report per candidate."""
+        rung = _Rung([None] * len(cands), [])
+
+        def take(i: int, result) -> None:
+            if isinstance(result, InputError):
+                rung.scores[i] = result
+                return
+            rung.add(i, cands[i].index, _score(result, self.objective, self.price)[0], result, keep)
+
+        self._run(cands, steps, what, None, take)
+        return rung
+
+    def _run(self, cands: list[Candidate], steps: int | None, what: str, seeds: list[int] | None,
+             take: Callable[[int, Any], None]) -> None:
+        """``take(i, report or InputError)`` for each candidate, from the checkpoint or simulated
+        (each job built only as a worker takes it)."""
         full = self.base["run"]["steps"] if steps is None else steps
         seeds = seeds or [None] * len(cands)
         weighted = self.objective.startswith("goodput_")  # else the faults section is not simulated
         keys = [json.dumps({"overrides": c.overrides, "steps": full, "seed": seed, "faults": weighted}, sort_keys=True)
                 for c, seed in zip(cands, seeds)]
-        out: list = [self.journal.get(k) if self.journal else None for k in keys]
-        todo = [i for i, r in enumerate(out) if r is None]
-        for i, r in enumerate(out):
-            if r is not None:
-                self._seen(cands[i], r, full, seeds[i])
+        todo = []
+        for i, key in enumerate(keys):
+            done = self.journal.get(key) if self.journal else None
+            if done is None:
+                todo.append(i)
+            else:
+                self._seen(cands[i], done, full, seeds[i])
+                take(i, done)
         faults = {} if weighted else WITHOUT_FAULTS
-        jobs = [_with_steps(apply_overrides(self.base, {**cands[i].overrides, **faults}), steps, seeds[i])
-                for i in todo]
+        jobs = _Jobs(lambda i: _with_steps(apply_overrides(self.base, {**cands[i].overrides, **faults}), steps,
+                                           seeds[i]), todo)
         resumed = len(cands) - len(todo)
 
         def finished(j: int, result) -> None:
             i = todo[j]
-            out[i] = result
             if not isinstance(result, InputError):
                 if self.journal is not None:
                     self.journal.add(keys[i], result)
                 self._seen(cands[i], result, full, seeds[i])
+            take(i, result)
 
         def tick(done: int, total: int) -> None:
             if self.progress:
                 self.progress(done + resumed, total + resumed, what)
 
-        if jobs:
-            self.executor.map(jobs, tick, finished)
-        return out
+        if todo:
+            self.executor.map(jobs, tick, finished, store=False)
 
     def _seen(self, cand: Candidate, report: dict, steps: int, seed: int | None) -> None:
         if seed is not None:  # a noise re-run is not a new candidate
@@ -871,44 +899,81 @@ class _Session:
             self.journal.close()
 
 
+@dataclass
+class _Rung:
+    """What a rung of the search keeps: a score (or the InputError) per candidate, in order, and
+    a min-heap of the best ``keep`` as (score, -index, position, report)."""
+
+    scores: list
+    best: list
+
+    def add(self, position: int, index: int, score: float, report: ReportData, keep: int) -> None:
+        """Record a candidate's score; keep its report if it is among the ``keep`` best so far."""
+        self.scores[position] = score
+        if keep <= 0:
+            return
+        entry = (score, -index, position, report)
+        if len(self.best) < keep:
+            heapq.heappush(self.best, entry)
+        elif entry[:2] > self.best[0][:2]:
+            heapq.heapreplace(self.best, entry)
+
+    def ranked(self, cands: list[Candidate]) -> list[tuple[Candidate, ReportData]]:
+        """The kept reports, best first (score descending, then candidate index)."""
+        return [(cands[i], rep) for _, _, i, rep in sorted(self.best, key=lambda e: (-e[0], -e[1]))]
+
+
 def _search(session, feasible, steps, objective, price, top, pruned, examples):
-    """Exhaustive up to EXHAUSTIVE_LIMIT; successive halving beyond. Returns the (candidate,
-    report) pairs simulated at full steps, the search's description, and simulations run."""
+    """Exhaustive up to EXHAUSTIVE_LIMIT; successive halving beyond. Returns the ``top``
+    (candidate, report) pairs simulated at full steps, best first, the search's description,
+    and simulations run. Every rung holds a score per candidate and ``top`` reports only."""
     rungs: list[tuple[int, int]] = []  # (steps, candidates)
     alive = list(feasible)
     simulations = 0
     evaluated = len(feasible)
+
+    def failures(rung: _Rung) -> None:
+        for score in rung.scores:
+            if isinstance(score, InputError):
+                pruned["failed"] += 1
+                examples.setdefault("failed", score.message)
+
     if len(alive) > EXHAUSTIVE_LIMIT and steps > FIRST_RUNG_STEPS:
         s = FIRST_RUNG_STEPS
         while s < steps:
-            results = session.simulate(alive, s, f"screening with {s} steps")
+            rung = session.screen(alive, s, f"screening with {s} steps", keep=0)
             simulations += len(alive)
             rungs.append((s, len(alive)))
-            scored = []
-            for cand, rep in zip(alive, results):
-                if isinstance(rep, InputError):
-                    pruned["failed"] += 1
-                    examples.setdefault("failed", rep.message)
-                    continue
-                scored.append((-_score(rep, objective, price)[0], cand.index, cand))
-            scored.sort(key=lambda t: t[:2])
+            failures(rung)
+            scored = sorted((-score, cand.index, cand) for cand, score in zip(alive, rung.scores)
+                            if not isinstance(score, InputError))
             keep = max(top, MIN_SURVIVORS, math.ceil(len(scored) / KEEP_FRACTION))
             alive = [c for _, _, c in scored[:keep]]
             s *= 2
-    results = session.simulate(alive, None, f"simulating {steps} steps")
+    rung = session.screen(alive, None, f"simulating {steps} steps", keep=top)
     simulations += len(alive)
     rungs.append((steps, len(alive)))
-    out = []
-    for cand, rep in zip(alive, results):
-        if isinstance(rep, InputError):
-            pruned["failed"] += 1
-            examples.setdefault("failed", rep.message)
-            continue
-        out.append((cand, rep))
+    failures(rung)
     strategy = "exhaustive" if len(rungs) == 1 else "successive halving"
     search = {"strategy": strategy, "exhaustive_limit": EXHAUSTIVE_LIMIT,
               "rungs": [{"steps": s, "candidates": n} for s, n in rungs], "evaluated": evaluated}
-    return out, search, simulations
+    return rung.ranked(alive), search, simulations
+
+
+class _Jobs(Sequence):
+    """The scenarios of the candidates at positions ``todo``, each built when it is read: a rung
+    of 100,000 candidates never holds 100,000 scenarios at once."""
+
+    def __init__(self, build: Callable[[int], dict], todo: list[int]) -> None:
+        self._build, self._todo = build, todo
+
+    def __len__(self) -> int:
+        return len(self._todo)
+
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        return self._build(self._todo[j])
 
 
 def _noise(session, shown, seed, objective) -> dict[int, float | None]:
