@@ -1,5 +1,7 @@
 """Progress for long simulations and batches of them: one updating line on a terminal, a line
-per share of the work otherwise, shown only once the work has taken ``after_s`` seconds."""
+per share of the work otherwise (and at least one every ``HEARTBEAT_S``: a log of a plan of
+100,000 candidates would otherwise say nothing for a quarter of it), shown only once the work
+has taken ``after_s`` seconds."""
 
 from __future__ import annotations
 
@@ -9,14 +11,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+HEARTBEAT_S = 30.0  # the longest a log goes without a progress line while work is done
+
+
 @contextmanager
 def _status_line(stream, after_s: float, parts: int) -> Iterator:
     """``show(text, done, total)``: one updating line on a terminal, else a line per 1/``parts``
-    of the work; nothing until ``after_s`` have passed (short runs stay quiet)."""
+    of the work or per HEARTBEAT_S, whichever comes first; nothing until ``after_s`` have passed
+    (short runs stay quiet)."""
     stream = stream or sys.stderr
     start = time.monotonic()
     tty = stream.isatty()
-    state = {"shown": False, "last_part": -1, "key": None}
+    state = {"shown": False, "last_part": -1, "key": None, "last_at": -HEARTBEAT_S}
 
     def show(text_of_elapsed, done: int, total: int, key=None) -> None:
         elapsed = time.monotonic() - start
@@ -28,8 +34,9 @@ def _status_line(stream, after_s: float, parts: int) -> Iterator:
             if key != state["key"] and state["shown"]:
                 stream.write("\n")  # a new stage of the work starts a new line
             stream.write("\r" + text + "   ")
-        elif part != state["last_part"] or key != state["key"]:
+        elif part != state["last_part"] or key != state["key"] or elapsed - state["last_at"] >= HEARTBEAT_S:
             stream.write(text + "\n")
+            state["last_at"] = elapsed
         state.update(last_part=part, key=key)
         state["shown"] = True
         stream.flush()
