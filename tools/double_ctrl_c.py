@@ -21,13 +21,14 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# Sized to run ~6 s after the first progress line on two idle cores (longer under load), so that
-# the last point and its gap still fall inside the study.
+# Sized to run ~5 s after the first progress line on two idle cores (longer under load), so that
+# the last point and its gap still fall inside the study (2026-12-04: the plan was 2.6 s in all
+# and the sweep 3.6 s, the last press sometimes after the answer; now 6.1 s and 5.8 s in all).
 COMMANDS = {
-    "plan": ["plan", "grpo-8b-disaggregated", "--gpus", "32", "--max-staleness", "1", "--workers", "2",
+    "plan": ["plan", "grpo-8b-disaggregated", "--gpus", "64", "--max-staleness", "2", "--workers", "2",
              "--set", "run.steps=4"],
     "sweep": ["sweep", "grpo-8b-disaggregated", "--grid", "placement.rollout.gpus=8,16",
-              "--grid", "algorithm.prompts_per_step=64,128,256,512", "--grid", "algorithm.staleness=0,1",
+              "--grid", "algorithm.prompts_per_step=64,128,256,512", "--grid", "algorithm.staleness=0,1,2",
               "--workers", "2"],
 }
 POINTS = (0.0, 0.5, 2.0)   # seconds after the first progress line

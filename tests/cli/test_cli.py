@@ -184,3 +184,33 @@ def test_whatif_prints_a_gain_inside_its_noise_band_as_within_noise(capsys):
     assert "within noise" not in partial and f"{rows['partial_rollout']['gain'] * 100:+.1f}%" in partial
     assert main(args + ["--no-noise", "--json", "-"]) == 0
     assert all("noise" not in r for r in json.loads(capsys.readouterr().out)["pressures"])
+
+
+@pytest.mark.parametrize("command", ["run", "whatif"])
+@pytest.mark.parametrize("args, message", [
+    (["--workers", "0"], "--workers: out of range"),
+    (["--ray-address", "127.0.0.1:1"], "--ray-address only applies to --executor ray"),
+])
+def test_the_verdicts_executor_options_are_checked_before_simulating(command, args, message, capsys):
+    assert main([command, "grpo-8b-disaggregated", *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and message in captured.err and "simulating" not in captured.err
+
+
+def test_the_verdict_on_one_worker_is_the_verdict_on_the_pool(capsys):
+    args = ["whatif", "grpo-8b-disaggregated", "--set", "run.steps=4", "--pressure", "rollout_gpus_x2",
+            "--pressure", "staleness_plus1", "--json", "-"]
+    assert main([*args, "--workers", "1"]) == 0
+    one = capsys.readouterr().out
+    assert main([*args, "--workers", "2"]) == 0
+    assert capsys.readouterr().out == one
+
+
+@pytest.mark.slow  # starts a local Ray (~10 s on 2 cores)
+def test_the_verdict_on_ray_is_the_verdict_on_the_pool(capsys):
+    pytest.importorskip("ray")
+    args = ["run", "grpo-8b-disaggregated", "--json", "-"]
+    assert main(args) == 0
+    local = capsys.readouterr().out
+    assert main([*args, "--executor", "ray", "--workers", "2"]) == 0
+    assert capsys.readouterr().out == local

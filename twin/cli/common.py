@@ -49,6 +49,14 @@ def executor_args(p: argparse.ArgumentParser) -> None:
                    "starting a local Ray")
 
 
+def study_executor(args: argparse.Namespace):
+    """The executor ``executor_args`` asked for (its arguments checked now, before any work; a
+    Ray cluster joined or started now). The caller closes it."""
+    from twin.studies.executors import make
+
+    return make(args.executor, workers=args.workers, ray_address=args.ray_address)
+
+
 def html_arg(p: argparse.ArgumentParser) -> None:
     """``--html PATH``: the answer as one self-contained page of charts (the ``html`` extra)."""
     p.add_argument("--html", metavar="PATH",

@@ -12,7 +12,8 @@ from twin.analysis.learning import effect_text
 from twin.analysis.render import gain_text, pressure_note, render_estimate
 from twin.analysis.run import parse_until
 from twin.analysis.pricing import check_price
-from twin.cli.common import Command, emit, html_arg, outputs_for, price_arg, scenario_args, warn
+from twin.cli.common import (Command, emit, executor_args, html_arg, outputs_for, price_arg, scenario_args,
+                             study_executor, warn)
 from twin.cli.progress import compile_notice, count_printer, progress_printer
 from twin.cost.memory import memory_problem
 from twin.errors import InputError
@@ -69,6 +70,7 @@ def _run_parser(sub) -> None:
                      "tokens (repeatable; beyond run.steps: extrapolated at the last step's rate)")
     run.add_argument("--no-noise", action="store_true",
                      help="verdict without noise bands (no re-simulations with other seeds; docs/noise.md)")
+    executor_args(run)  # where the verdict's re-simulations run
 
 
 def _run(args) -> int:
@@ -88,15 +90,26 @@ def _run(args) -> int:
     compile_notice(plan)
     if args.sample_steps is not None:
         return _sample_steps(args, plan, outputs)
-    with progress_printer(plan.run.steps) as progress:
-        report = runner.simulate(plan, progress)
-    if until:
-        report = report.with_time_to(until)
-    if args.gpu_hour_price is not None:
-        report = report.with_price(args.gpu_hour_price)
-    if not args.no_verdict:
-        with count_printer("verdict: re-simulating each pressure") as counted:
-            report = report.with_verdict(judge(report, progress=counted, noise=not args.no_noise))
+    # the verdict's re-simulations run there; without a verdict Ray is not started (its options
+    # are still checked for a local pool)
+    executor = None if args.no_verdict and args.executor == "ray" else study_executor(args)
+    if args.no_verdict and executor is not None:
+        executor.close()
+        executor = None
+    try:
+        with progress_printer(plan.run.steps) as progress:
+            report = runner.simulate(plan, progress)
+        if until:
+            report = report.with_time_to(until)
+        if args.gpu_hour_price is not None:
+            report = report.with_price(args.gpu_hour_price)
+        if executor is not None:
+            with count_printer("verdict: re-simulating each pressure") as counted:
+                report = report.with_verdict(judge(report, progress=counted, noise=not args.no_noise,
+                                                   executor=executor))
+    finally:
+        if executor is not None:
+            executor.close()
     trace = json.dumps(report.chrome_trace()) if args.trace else None
     text = report.render()
     emit(outputs, {"--json": report.to_json(), "--trace": trace,
@@ -129,6 +142,7 @@ def _whatif_parser(sub) -> None:
                         help="a pressure to try (repeatable; default: all built-in ones)")
     whatif.add_argument("--no-noise", action="store_true",
                         help="skip the noise bands (the re-simulations with other seeds; docs/noise.md)")
+    executor_args(whatif)
 
 
 def _whatif(args) -> int:
@@ -137,10 +151,14 @@ def _whatif(args) -> int:
     warn(plan)
     asked = resolve_pressures(args.pressures)  # reject unknown names before simulating anything
     compile_notice(plan)
-    base = runner.simulate(plan)
-    with count_printer("re-simulating each pressure") as counted:
-        rows = [row.to_dict() for row in sensitivity(base, args.pressures, progress=counted,
-                                                     noise=not args.no_noise)]
+    executor = study_executor(args)
+    try:
+        base = runner.simulate(plan)
+        with count_printer("re-simulating each pressure") as counted:
+            rows = [row.to_dict() for row in sensitivity(base, args.pressures, progress=counted,
+                                                         noise=not args.no_noise, executor=executor)]
+    finally:
+        executor.close()
     tried = {row["pressure"] for row in rows}
     if args.pressures and all("error" in row for row in rows):
         # Nothing asked for could be simulated: that is an answer about the input.
