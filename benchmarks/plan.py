@@ -19,7 +19,7 @@ with two more seeds. Then:
 Usage: ``python benchmarks/plan.py [--workers W] [--sample 5] [--profile N] [--no-ray]``;
 ``--ray-scaling N`` (a plan of about N candidates on a local Ray of 1 CPU, then of W CPUs: the
 speedup), ``--parent-cost N`` (the parent's serial generate and prune for about N
-candidates, e.g. 100,000) and ``--scale N`` (a plan of about N candidates on the pool: wall
+candidates, e.g. 100,000), ``--scale N`` (a plan of about N candidates on the pool: wall
 time and the parent's peak memory) and ``--ray-driver N`` (N no-op tasks through the Ray
 executor's window and all at once: the driver's own cost) each measure only that.
 The last line is ``candidates=N wall_s=W candidates_per_s=C per_candidate_vs_cli=R
@@ -117,10 +117,16 @@ def _profile(n: int) -> None:
     print(out.getvalue())
 
 
+def _prompts_vary(candidates: int, step: int) -> list[str]:
+    """A --vary of prompts_per_step (step, 2·step, …) giving about ``candidates`` with the space
+    above (200 candidates per value)."""
+    return [f"algorithm.prompts_per_step={','.join(str(step * (k + 1)) for k in range(max(1, candidates // 200)))}"]
+
+
 def _ray_scaling(workers: int, candidates: int) -> None:
     """The same plan (``candidates`` of the space above: fewer --vary values) on a local Ray of
     1 CPU and of ``workers`` CPUs, Ray's start and shutdown included: throughput per CPU."""
-    vary = [f"algorithm.prompts_per_step={','.join(str(16 * (k + 1)) for k in range(max(1, candidates // 200)))}"]
+    vary = _prompts_vary(candidates, 16)
     rates = {}
     for cpus in sorted({1, workers}):
         t = time.perf_counter()
@@ -137,7 +143,7 @@ def _scale(workers: int, candidates: int) -> None:
     """A plan of about ``candidates`` (the space above times more --vary values) on the local
     pool: its wall time and the parent's peak memory, which must not grow with the plan (a rung
     holds a score per candidate and the top reports only; scenarios are built as workers take them)."""
-    vary = [f"algorithm.prompts_per_step={','.join(str(8 * (k + 1)) for k in range(max(1, candidates // 200)))}"]
+    vary = _prompts_vary(candidates, 8)
     t = time.perf_counter()
     result = planner.plan_budget(SCENARIO, SET, gpus=GPUS, max_staleness=MAX_STALENESS, vary=vary, top=10,
                                  workers=workers)

@@ -90,12 +90,9 @@ def _run(args) -> int:
     compile_notice(plan)
     if args.sample_steps is not None:
         return _sample_steps(args, plan, outputs)
-    # the verdict's re-simulations run there; without a verdict Ray is not started (its options
-    # are still checked for a local pool)
+    # where the verdict's re-simulations run; its options are checked even without a verdict,
+    # but Ray is started only for one
     executor = None if args.no_verdict and args.executor == "ray" else study_executor(args)
-    if args.no_verdict and executor is not None:
-        executor.close()
-        executor = None
     try:
         with progress_printer(plan.run.steps) as progress:
             report = runner.simulate(plan, progress)
@@ -103,7 +100,7 @@ def _run(args) -> int:
             report = report.with_time_to(until)
         if args.gpu_hour_price is not None:
             report = report.with_price(args.gpu_hour_price)
-        if executor is not None:
+        if not args.no_verdict:
             with count_printer("verdict: re-simulating each pressure") as counted:
                 report = report.with_verdict(judge(report, progress=counted, noise=not args.no_noise,
                                                    executor=executor))
